@@ -1,0 +1,43 @@
+"""tapegrad: tape-based, functional automatic differentiation for NumPy arrays.
+
+    import tapegrad as tg
+    import tapegrad.numpy as tnp
+
+    tg.grad(lambda x: tnp.sum(tnp.sin(x) ** 2))(np.ones(3))
+"""
+
+from tapegrad import numpy as numpy  # noqa: F401  (installs operators and rules)
+from tapegrad.primitive import defjvp, defvjp, defvjp_argnum, primitive
+from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
+from tapegrad.tape import Tape
+from tapegrad.testing import check_grads
+from tapegrad.tracer import value
+from tapegrad.transforms import (
+    elementwise_grad,
+    grad,
+    jvp,
+    stop_gradient,
+    value_and_grad,
+    vjp,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Tape",
+    "check_grads",
+    "defjvp",
+    "defvjp",
+    "defvjp_argnum",
+    "elementwise_grad",
+    "grad",
+    "jvp",
+    "primitive",
+    "stop_gradient",
+    "tree_flatten",
+    "tree_map",
+    "tree_unflatten",
+    "value",
+    "value_and_grad",
+    "vjp",
+]

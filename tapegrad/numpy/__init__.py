@@ -1,0 +1,174 @@
+"""tapegrad.numpy: NumPy's API, differentiable.
+
+Same names, signatures and results as NumPy. Called on plain arrays these
+functions return plain arrays (at close to NumPy's cost); called on traced
+values they record on the tape. Names tapegrad does not define fall through
+to NumPy (constants, dtypes, non-differentiable helpers).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as _np
+
+from tapegrad.numpy import derived as _d
+from tapegrad.numpy import methods as _methods
+from tapegrad.numpy import vjps as _vjps  # noqa: F401  (installs the rules)
+from tapegrad.numpy import wrap as _w
+from tapegrad.numpy.derived import (
+    angle,
+    array,
+    array_split,
+    asarray,
+    astype,
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    average,
+    column_stack,
+    concatenate,
+    cross,
+    diag,
+    dot,
+    dstack,
+    einsum,
+    expand_dims,
+    full,
+    full_like,
+    hstack,
+    inner,
+    kron,
+    linspace,
+    logsumexp,
+    matmul,
+    mean,
+    moveaxis,
+    outer,
+    ravel,
+    repeat,
+    reshape,
+    select,
+    sort,
+    split,
+    squeeze,
+    stack,
+    std,
+    swapaxes,
+    take,
+    take_along_axis,
+    tensordot,
+    tile,
+    trace,
+    transpose,
+    var,
+    vdot,
+    vstack,
+    where,
+)
+from tapegrad.numpy.wrap import (
+    absolute,
+    add,
+    amax,
+    amin,
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctan2,
+    arctanh,
+    broadcast_to,
+    cbrt,
+    clip,
+    conjugate,
+    copy,
+    cos,
+    cosh,
+    cumprod,
+    cumsum,
+    deg2rad,
+    diagonal,
+    divide,
+    exp,
+    exp2,
+    expm1,
+    flip,
+    fmax,
+    fmin,
+    fmod,
+    hypot,
+    imag,
+    log,
+    log1p,
+    log2,
+    log10,
+    logaddexp,
+    logaddexp2,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    pad,
+    positive,
+    power,
+    prod,
+    rad2deg,
+    real,
+    reciprocal,
+    remainder,
+    roll,
+    sin,
+    sinc,
+    sinh,
+    sqrt,
+    square,
+    subtract,
+    sum,
+    tan,
+    tanh,
+    tril,
+    triu,
+)
+from tapegrad.tracer import NUMPY_DISPATCH as _DISPATCH
+
+globals().update(_w.nondiff)
+
+abs = absolute  # noqa: A001
+conj = conjugate
+true_divide = divide
+mod = remainder
+max = amax  # noqa: A001
+min = amin  # noqa: A001
+degrees = rad2deg
+radians = deg2rad
+zeros = _np.zeros
+ones = _np.ones
+empty = _np.empty
+eye = _np.eye
+identity = _np.identity
+arange = _np.arange
+pi = _np.pi
+e = _np.e
+inf = _np.inf
+nan = _np.nan
+newaxis = None
+
+_methods.install()
+
+
+def _register() -> None:
+    names = [n for n in globals() if not n.startswith("_")]
+    for n in names:
+        np_fn = getattr(_np, n, None)
+        if np_fn is not None and callable(np_fn) and not isinstance(np_fn, type):
+            _DISPATCH[np_fn] = globals()[n]
+    _DISPATCH[_np.where] = where
+
+
+_register()
+
+
+def __getattr__(name: str) -> Any:
+    # everything else (dtypes, constants, helpers) is NumPy's own
+    return getattr(_np, name)

@@ -1,0 +1,522 @@
+"""Functions built from the primitives: they need no rules of their own.
+
+Each is NumPy's function of the same name (same signature, same result on
+plain arrays) written with tapegrad primitives, so it differentiates to any
+order. Called with no traced argument most take NumPy's own path.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tapegrad.backend import array_module
+from tapegrad.numpy import wrap as w
+from tapegrad.tracer import Traced, value
+
+
+def _traced(*xs: Any) -> bool:
+    return builtins.any(type(x) is Traced for x in xs)
+
+
+def _arr(a: Any) -> Any:
+    return a if type(a) is Traced or hasattr(a, "ndim") else np.asarray(a)
+
+
+def normalize_axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < builtins.max(ndim, 1):
+        raise np.exceptions.AxisError(axis, ndim)
+    return axis % ndim if ndim else 0
+
+
+def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        return tuple(normalize_axis(a, ndim) for a in axis)
+    return (normalize_axis(axis, ndim),)
+
+
+# --- reductions --------------------------------------------------------------------------
+
+
+def _count(shape: tuple[int, ...], axis: Any) -> int:
+    return math.prod(shape[a] for a in normalize_axes(axis, len(shape)))
+
+
+def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+    if not _traced(a):
+        return np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+    s = w.sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    return s / _count(a.shape, axis)
+
+
+def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0, keepdims: bool = False, **kw: Any) -> Any:
+    if not _traced(a):
+        return np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kw)
+    d = a - mean(a, axis=axis, dtype=dtype, keepdims=True)
+    sq = w.real(d * w.conjugate(d)) if np.iscomplexobj(value(a)) else d * d
+    return w.sum(sq, axis=axis, keepdims=keepdims) / builtins.max(_count(a.shape, axis) - ddof, 0)
+
+
+def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0, keepdims: bool = False, **kw: Any) -> Any:
+    if not _traced(a):
+        return np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kw)
+    return w.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+
+
+def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *, keepdims: bool = False) -> Any:
+    if not _traced(a, weights):
+        return np.average(a, axis=axis, weights=weights, returned=returned, keepdims=keepdims)
+    a = _arr(a)
+    if weights is None:
+        avg = mean(a, axis=axis, keepdims=keepdims)
+        scl = np.asarray(_count(a.shape, axis), dtype=value(avg).dtype)
+        return (avg, np.broadcast_to(scl, value(avg).shape)) if returned else avg
+    wt = _arr(weights)
+    if wt.shape != a.shape:
+        if axis is None or wt.ndim != 1:
+            raise TypeError("Axis must be specified when shapes of a and weights differ.")
+        shape = [1] * a.ndim
+        shape[normalize_axis(axis, a.ndim)] = wt.shape[0]
+        wt = reshape(wt, shape)
+    scl = w.sum(w.broadcast_to(wt, a.shape), axis=axis, keepdims=keepdims)
+    avg = w.sum(a * wt, axis=axis, keepdims=keepdims) / scl
+    return (avg, scl) if returned else avg
+
+
+def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False) -> Any:
+    """``log(sum(b * exp(a)))``, computed stably (SciPy's signature)."""
+    if return_sign:
+        raise NotImplementedError("tapegrad logsumexp: return_sign=True is not supported")
+    if b is not None:
+        a = a + w.log(b)
+    return w.logsumexp(_arr(a), axis=axis, keepdims=keepdims)
+
+
+# --- shape --------------------------------------------------------------------------------
+
+
+def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None) -> Any:
+    shape = newshape if shape is None else shape
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    shape = tuple(shape)
+    a = _arr(a)
+    if order == "F":
+        return transpose(w.reshape_c(transpose(a), shape[::-1]))
+    if order not in ("C", "A"):
+        raise ValueError(f"reshape: order must be 'C' or 'F', got {order!r}")
+    return w.reshape_c(a, shape)
+
+
+def transpose(a: Any, axes: Any = None) -> Any:
+    return w.transpose(_arr(a), axes)
+
+
+def ravel(a: Any, order: str = "C") -> Any:
+    return reshape(a, (-1,), order=order)
+
+
+def expand_dims(a: Any, axis: Any) -> Any:
+    a = _arr(a)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    nd = a.ndim + len(axes)
+    axes = sorted(normalize_axis(x, nd) for x in axes)
+    shape = list(a.shape)
+    for x in axes:
+        shape.insert(x, 1)
+    return w.reshape_c(a, tuple(shape))
+
+
+def squeeze(a: Any, axis: Any = None) -> Any:
+    a = _arr(a)
+    if axis is None:
+        axes = tuple(i for i, n in enumerate(a.shape) if n == 1)
+    else:
+        axes = normalize_axes(axis, a.ndim)
+        for x in axes:
+            if a.shape[x] != 1:
+                raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
+    return w.reshape_c(a, tuple(n for i, n in enumerate(a.shape) if i not in axes))
+
+
+def moveaxis(a: Any, source: Any, destination: Any) -> Any:
+    a = _arr(a)
+    src = normalize_axes(source, a.ndim)
+    dst = normalize_axes(destination, a.ndim)
+    if len(src) != len(dst):
+        raise ValueError("`source` and `destination` arguments must have the same number of elements")
+    order = [n for n in range(a.ndim) if n not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return w.transpose(a, tuple(order))
+
+
+def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
+    a = _arr(a)
+    perm = list(range(a.ndim))
+    i, j = normalize_axis(axis1, a.ndim), normalize_axis(axis2, a.ndim)
+    perm[i], perm[j] = perm[j], perm[i]
+    return w.transpose(a, tuple(perm))
+
+
+def _atleast(nd: int, arys: tuple[Any, ...]) -> Any:
+    res = []
+    for a in arys:
+        a = _arr(a)
+        if a.ndim < nd:
+            shape = {1: (1,), 2: (1,) + a.shape, 3: (1,) + a.shape + (1,)}
+            shape[3] = (1, 1, 1) if a.ndim == 0 else ((1,) + a.shape + (1,) if a.ndim == 1 else a.shape + (1,))
+            shape[2] = (1, 1) if a.ndim == 0 else (1,) + a.shape
+            a = w.reshape_c(a, shape[nd])
+        res.append(a)
+    return res[0] if len(res) == 1 else res
+
+
+def atleast_1d(*arys: Any) -> Any:
+    return _atleast(1, arys)
+
+
+def atleast_2d(*arys: Any) -> Any:
+    return _atleast(2, arys)
+
+
+def atleast_3d(*arys: Any) -> Any:
+    return _atleast(3, arys)
+
+
+def concatenate(arrays: Sequence[Any], axis: Any = 0, out: Any = None, **kw: Any) -> Any:
+    arrays = list(arrays)
+    if not _traced(*arrays):
+        return np.concatenate(arrays, axis=axis, **kw)
+    if axis is None:
+        arrays, axis = [ravel(a) for a in arrays], 0
+    arrays = [_arr(a) for a in arrays]
+    return w.concatenate_args(normalize_axis(axis, arrays[0].ndim), *arrays)
+
+
+def stack(arrays: Sequence[Any], axis: int = 0, out: Any = None, **kw: Any) -> Any:
+    arrays = list(arrays)
+    if not _traced(*arrays):
+        return np.stack(arrays, axis=axis, **kw)
+    if not arrays:
+        raise ValueError("need at least one array to stack")
+    arrays = [_arr(a) for a in arrays]
+    ax = normalize_axis(axis, arrays[0].ndim + 1)
+    return w.concatenate_args(ax, *[expand_dims(a, ax) for a in arrays])
+
+
+def hstack(tup: Sequence[Any], **kw: Any) -> Any:
+    arrs = [atleast_1d(a) for a in tup]
+    return concatenate(arrs, axis=0 if arrs and arrs[0].ndim == 1 else 1, **kw)
+
+
+def vstack(tup: Sequence[Any], **kw: Any) -> Any:
+    return concatenate([atleast_2d(a) for a in tup], axis=0, **kw)
+
+
+def dstack(tup: Sequence[Any]) -> Any:
+    return concatenate([atleast_3d(a) for a in tup], axis=2)
+
+
+def column_stack(tup: Sequence[Any]) -> Any:
+    cols = [reshape(a, (-1, 1)) if _arr(a).ndim < 2 else a for a in tup]
+    return concatenate(cols, axis=1)
+
+
+def _axis_slice(a: Any, axis: int, start: int, stop: int) -> Any:
+    return a[(slice(None),) * axis + (slice(start, stop),)]
+
+
+def array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
+    if not _traced(ary):
+        return np.array_split(ary, indices_or_sections, axis=axis)
+    n = ary.shape[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        k = int(indices_or_sections)
+        if k <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        each, extra = divmod(n, k)
+        sizes = [each + 1] * extra + [each] * (k - extra)
+        bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+    else:
+        bounds = [0] + list(indices_or_sections) + [n]
+    ax = normalize_axis(axis, ary.ndim)
+    return [_axis_slice(ary, ax, bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
+
+
+def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
+    if isinstance(indices_or_sections, (int, np.integer)) and _arr(ary).shape[axis] % indices_or_sections:
+        raise ValueError("array split does not result in an equal division")
+    return array_split(ary, indices_or_sections, axis=axis)
+
+
+def tile(A: Any, reps: Any) -> Any:
+    if not _traced(A):
+        return np.tile(A, reps)
+    reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
+    nd = builtins.max(A.ndim, len(reps))
+    reps = (1,) * (nd - len(reps)) + reps
+    A = reshape(A, (1,) * (nd - A.ndim) + A.shape)
+    inter = tuple(x for n in A.shape for x in (1, n))
+    big = tuple(x for r, n in zip(reps, A.shape) for x in (r, n))
+    out = w.broadcast_to(reshape(A, inter), big)
+    return reshape(out, tuple(r * n for r, n in zip(reps, A.shape)))
+
+
+def take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+    if not _traced(a):
+        return np.take(a, indices, axis=axis, mode=mode)
+    if axis is None:
+        return ravel(a)[np.asarray(indices)]
+    ax = normalize_axis(axis, a.ndim)
+    return a[(slice(None),) * ax + (np.asarray(indices),)]
+
+
+def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
+    if not _traced(a):
+        return np.repeat(a, repeats, axis=axis)
+    if axis is None:
+        a, axis = ravel(a), 0
+    n = a.shape[axis]
+    return take(a, np.repeat(np.arange(n), repeats), axis=axis)
+
+
+def take_along_axis(arr: Any, indices: Any, axis: Any) -> Any:
+    if not _traced(arr):
+        return np.take_along_axis(arr, indices, axis)
+    if axis is None:
+        arr, axis = ravel(arr), 0
+    ax = normalize_axis(axis, arr.ndim)
+    xp = array_module(indices)
+    indices = xp.asarray(indices)
+    shape = np.broadcast_shapes(arr.shape[:ax] + (1,) + arr.shape[ax + 1 :], indices.shape[:ax] + (1,) + indices.shape[ax + 1 :])
+    shape = shape[:ax] + (indices.shape[ax],) + shape[ax + 1 :]
+    idx = xp.broadcast_to(indices, shape)
+    idx = xp.where(idx < 0, idx + arr.shape[ax], idx)
+    strides = [math.prod(arr.shape[d + 1 :]) for d in range(arr.ndim)]
+    flat = idx * strides[ax]
+    for d in range(arr.ndim):
+        if d != ax:
+            grid = xp.arange(shape[d]).reshape((-1,) + (1,) * (arr.ndim - d - 1))
+            flat = flat + grid * strides[d]
+    return ravel(arr)[flat]
+
+
+def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None) -> Any:
+    if not _traced(a):
+        return np.sort(a, axis=axis, kind=kind, order=order)
+    if axis is None:
+        a, axis = ravel(a), -1
+    idx = np.argsort(value(a), axis=axis, kind=kind)
+    return take_along_axis(a, idx, axis)
+
+
+def diag(v: Any, k: int = 0) -> Any:
+    v = _arr(v)
+    if v.ndim == 1:
+        return w.diag_from_vector(v, k)
+    if v.ndim == 2:
+        return w.diagonal(v, k)
+    raise ValueError("Input must be 1- or 2-d.")
+
+
+def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> Any:
+    if not _traced(a):
+        return np.trace(a, offset, axis1, axis2, dtype=dtype)
+    return w.sum(w.diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+# --- products -----------------------------------------------------------------------------
+
+
+def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
+    if not _traced(a, b):
+        return np.tensordot(a, b, axes)
+    a, b = _arr(a), _arr(b)
+    if isinstance(axes, (int, np.integer)):
+        ax_a = list(range(a.ndim - axes, a.ndim))
+        ax_b = list(range(axes))
+    else:
+        ax_a, ax_b = ([x] if isinstance(x, (int, np.integer)) else list(x) for x in axes)
+    ax_a = [normalize_axis(x, a.ndim) for x in ax_a]
+    ax_b = [normalize_axis(x, b.ndim) for x in ax_b]
+    if [a.shape[i] for i in ax_a] != [b.shape[i] for i in ax_b]:
+        raise ValueError("shape-mismatch for sum")
+    free_a = [i for i in range(a.ndim) if i not in ax_a]
+    free_b = [i for i in range(b.ndim) if i not in ax_b]
+    k = math.prod(a.shape[i] for i in ax_a)
+    at = reshape(w.transpose(a, tuple(free_a + ax_a)), (-1, k))
+    bt = reshape(w.transpose(b, tuple(ax_b + free_b)), (k, -1))
+    out_shape = tuple(a.shape[i] for i in free_a) + tuple(b.shape[i] for i in free_b)
+    return reshape(w.matmul(at, bt), out_shape)
+
+
+def dot(a: Any, b: Any, out: Any = None) -> Any:
+    if not _traced(a, b):
+        return np.dot(a, b)
+    a, b = _arr(a), _arr(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    if a.ndim <= 2 and b.ndim <= 2:
+        return w.matmul(a, b)
+    return tensordot(a, b, ([a.ndim - 1], [builtins.max(b.ndim - 2, 0)]))
+
+
+def vdot(a: Any, b: Any) -> Any:
+    if not _traced(a, b):
+        return np.vdot(a, b)
+    return w.sum(w.conjugate(ravel(a)) * ravel(b))
+
+
+def inner(a: Any, b: Any) -> Any:
+    if not _traced(a, b):
+        return np.inner(a, b)
+    a, b = _arr(a), _arr(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    return tensordot(a, b, ([-1], [-1]))
+
+
+def outer(a: Any, b: Any, out: Any = None) -> Any:
+    if not _traced(a, b):
+        return np.outer(a, b)
+    return reshape(a, (-1, 1)) * reshape(b, (1, -1))
+
+
+def kron(a: Any, b: Any) -> Any:
+    if not _traced(a, b):
+        return np.kron(a, b)
+    a, b = _arr(a), _arr(b)
+    nd = builtins.max(a.ndim, b.ndim)
+    sa = (1,) * (nd - a.ndim) + a.shape
+    sb = (1,) * (nd - b.ndim) + b.shape
+    a2 = reshape(a, tuple(x for n in sa for x in (n, 1)))
+    b2 = reshape(b, tuple(x for n in sb for x in (1, n)))
+    return reshape(a2 * b2, tuple(p * q for p, q in zip(sa, sb)))
+
+
+def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: Any = None) -> Any:
+    if not _traced(a, b):
+        return np.cross(a, b, axisa, axisb, axisc, axis)
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a = moveaxis(_arr(a), axisa, -1)
+    b = moveaxis(_arr(b), axisb, -1)
+    if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
+        raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
+    a0, a1 = a[..., 0], a[..., 1]
+    b0, b1 = b[..., 0], b[..., 1]
+    if a.shape[-1] == 2 and b.shape[-1] == 2:
+        return a0 * b1 - a1 * b0
+    a2 = a[..., 2] if a.shape[-1] == 3 else 0.0
+    b2 = b[..., 2] if b.shape[-1] == 3 else 0.0
+    c = stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    return moveaxis(c, -1, axisc)
+
+
+def einsum(*operands: Any, optimize: Any = False, **kw: Any) -> Any:
+    if not isinstance(operands[0], str):
+        raise TypeError("tapegrad einsum: only the subscripts-string form is supported")
+    return w.einsum_args(operands[0], *[_arr(o) for o in operands[1:]], optimize=optimize, **kw)
+
+
+def matmul(a: Any, b: Any, **kw: Any) -> Any:
+    return w.matmul(a, b, **kw)
+
+
+# --- selection and construction ---------------------------------------------------------------
+
+
+def where(condition: Any, x: Any = None, y: Any = None) -> Any:
+    if x is None and y is None:
+        return np.where(value(condition))
+    return w.where3(value(condition), x, y)
+
+
+def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0) -> Any:
+    if not _traced(*choicelist, default):
+        return np.select([value(c) for c in condlist], choicelist, default)
+    out = default
+    for c, choice in zip(reversed(list(condlist)), reversed(list(choicelist))):
+        out = w.where3(value(c), choice, out)
+    return out
+
+
+def angle(z: Any, deg: bool = False) -> Any:
+    if not _traced(z) or not np.iscomplexobj(value(z)):
+        return np.angle(value(z), deg=deg)
+    a = w.arctan2(w.imag(z), w.real(z))
+    return a * (180 / np.pi) if deg else a
+
+
+def _holds_traced(obj: Any) -> bool:
+    if type(obj) is Traced:
+        return True
+    if isinstance(obj, (list, tuple)):
+        return builtins.any(_holds_traced(o) for o in obj)
+    return False
+
+
+def array(obj: Any, dtype: Any = None, *args: Any, **kw: Any) -> Any:
+    if type(obj) is Traced:
+        out = w.copy(obj)
+    elif _holds_traced(obj):
+        out = stack([array(o) for o in obj])
+    else:
+        return np.array(obj, dtype, *args, **kw)
+    return out if dtype is None else astype(out, dtype)
+
+
+def asarray(a: Any, dtype: Any = None, *args: Any, **kw: Any) -> Any:
+    if type(a) is Traced:
+        return a if dtype is None or np.dtype(dtype) == a.dtype else astype(a, dtype)
+    if _holds_traced(a):
+        return array(a, dtype)
+    return np.asarray(a, dtype, *args, **kw)
+
+
+def astype(x: Any, dtype: Any, copy: bool = True) -> Any:
+    dtype = np.dtype(dtype)
+    if type(x) is not Traced or dtype.kind not in "fc":
+        return value(x).astype(dtype)  # integer / bool results carry no gradient
+    if dtype == x.dtype and not copy:
+        return x
+    return w.astype_float(x, dtype)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", **kw: Any) -> Any:
+    if not _traced(fill_value):
+        return np.full(shape, fill_value, dtype=dtype, order=order, **kw)
+    fill = astype(fill_value, dtype) if dtype is not None else fill_value
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return w.copy(w.broadcast_to(fill, shape))
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None) -> Any:
+    if not _traced(fill_value):
+        return np.full_like(value(a), fill_value, dtype=dtype, order=order, shape=shape)
+    base = value(a)
+    return full(base.shape if shape is None else shape, fill_value, dtype=dtype or base.dtype)
+
+
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
+    if not _traced(start, stop):
+        return np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
+    start, stop = _arr(start), _arr(stop)
+    div = (num - 1) if endpoint else num
+    t = np.arange(num, dtype=np.result_type(value(start), value(stop), float(num)))
+    t = t / (div if div > 0 else 1)
+    nd = builtins.max(start.ndim, stop.ndim)
+    t = t.reshape((num,) + (1,) * nd)
+    out = start + (stop - start) * t
+    if axis != 0:
+        out = moveaxis(out, 0, axis)
+    if dtype is not None:
+        out = astype(out, dtype)
+    return (out, (stop - start) / div) if retstep else out

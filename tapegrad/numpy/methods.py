@@ -1,0 +1,102 @@
+"""Operators and array methods of traced values: each delegates to a primitive.
+
+Nothing about gradients lives here (the facade is a skin). Binary operators
+call the recording path directly, since ``self`` is known to be traced.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tapegrad.numpy import derived as d
+from tapegrad.numpy import wrap as w
+from tapegrad.numpy.wrap import Index
+from tapegrad.primitive import _apply1, _apply2
+from tapegrad.tracer import Traced
+
+_NO_KW: dict[str, Any] = {}
+
+
+def _binary(fn: Any) -> tuple[Any, Any]:
+    prim = fn.primitive
+    return (lambda self, other: _apply2(prim, self, other, _NO_KW),
+            lambda self, other: fn(other, self))
+
+
+def _unary(fn: Any) -> Any:
+    prim = fn.primitive
+    return lambda self: _apply1(prim, self, _NO_KW)
+
+
+def _getitem(self: Traced, key: Any) -> Any:
+    return w.getitem(self, Index(key, self.ndim))
+
+
+def _setitem(self: Traced, key: Any, v: Any) -> None:
+    """``x[key] = v`` recorded as a functional update: ``x`` now names the result."""
+    new = w.setitem(self, Index(key, self.ndim), v)
+    if type(new) is Traced:
+        self._value, self._tape, self._node = new._value, new._tape, new._node
+    else:
+        self._value = new
+
+
+def _sort_inplace(self: Traced, axis: int = -1, kind: Any = None, order: Any = None) -> None:
+    new = d.sort(self, axis=axis, kind=kind)
+    self._value, self._tape, self._node = new._value, new._tape, new._node
+
+
+def install() -> None:
+    T = Traced
+    T.__add__, T.__radd__ = _binary(w.add)
+    T.__sub__, T.__rsub__ = _binary(w.subtract)
+    T.__mul__, T.__rmul__ = _binary(w.multiply)
+    T.__truediv__, T.__rtruediv__ = _binary(w.divide)
+    T.__pow__, T.__rpow__ = _binary(w.power)
+    T.__matmul__, T.__rmatmul__ = _binary(w.matmul)
+    T.__mod__, T.__rmod__ = _binary(w.remainder)
+    fd = w.nondiff["floor_divide"]
+    T.__floordiv__ = lambda self, other: fd(self, other)
+    T.__rfloordiv__ = lambda self, other: fd(other, self)
+    T.__neg__ = _unary(w.negative)
+    T.__pos__ = _unary(w.positive)
+    T.__abs__ = _unary(w.absolute)
+    for op, name in [("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
+                     ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal")]:
+        setattr(T, f"__{op}__", (lambda f: lambda self, other: f(self, other))(w.nondiff[name]))
+    T.__invert__ = lambda self: w.nondiff["invert"](self)
+    T.__getitem__ = _getitem
+    T.__setitem__ = _setitem
+
+    T.T = property(lambda self: w.transpose(self))
+    T.mT = property(lambda self: d.swapaxes(self, -1, -2))
+    T.real = property(lambda self: w.real(self))
+    T.imag = property(lambda self: w.imag(self))
+    T.conj = T.conjugate = lambda self: w.conjugate(self)
+    T.sum = lambda self, axis=None, dtype=None, out=None, keepdims=False: w.sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
+    T.prod = lambda self, axis=None, dtype=None, out=None, keepdims=False: w.prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
+    T.mean = lambda self, axis=None, dtype=None, out=None, keepdims=False: d.mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
+    T.var = lambda self, axis=None, dtype=None, out=None, ddof=0, keepdims=False: d.var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+    T.std = lambda self, axis=None, dtype=None, out=None, ddof=0, keepdims=False: d.std(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+    T.max = lambda self, axis=None, out=None, keepdims=False: w.amax(self, axis=axis, keepdims=keepdims)
+    T.min = lambda self, axis=None, out=None, keepdims=False: w.amin(self, axis=axis, keepdims=keepdims)
+    T.cumsum = lambda self, axis=None, dtype=None, out=None: w.cumsum(self, axis=axis, dtype=dtype)
+    T.cumprod = lambda self, axis=None, dtype=None, out=None: w.cumprod(self, axis=axis, dtype=dtype)
+    T.reshape = lambda self, *shape, order="C": d.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
+    T.transpose = lambda self, *axes: w.transpose(self, (axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes) or None)
+    T.swapaxes = lambda self, a1, a2: d.swapaxes(self, a1, a2)
+    T.ravel = lambda self, order="C": d.ravel(self, order)
+    T.flatten = lambda self, order="C": d.ravel(self, order)
+    T.squeeze = lambda self, axis=None: d.squeeze(self, axis)
+    T.dot = lambda self, b, out=None: d.dot(self, b)
+    T.clip = lambda self, min=None, max=None, out=None, **kw: w.clip(self, min, max)
+    T.astype = lambda self, dtype, order="K", casting="unsafe", subok=True, copy=True: d.astype(self, dtype, copy)
+    T.copy = lambda self, order="C": w.copy(self)
+    T.diagonal = lambda self, offset=0, axis1=0, axis2=1: w.diagonal(self, offset, axis1, axis2)
+    T.trace = lambda self, offset=0, axis1=0, axis2=1, dtype=None, out=None: d.trace(self, offset, axis1, axis2, dtype)
+    T.repeat = lambda self, repeats, axis=None: d.repeat(self, repeats, axis)
+    T.take = lambda self, indices, axis=None, out=None, mode="raise": d.take(self, indices, axis)
+    T.sort = _sort_inplace
+    for name in ("argmax", "argmin", "argsort", "nonzero", "any", "all", "round"):
+        nd = w.nondiff["around" if name == "round" else name]
+        setattr(T, name, (lambda f: lambda self, *a, **k: f(self, *a, **k))(nd))

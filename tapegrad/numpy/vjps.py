@@ -1,0 +1,392 @@
+"""VJP rules of tapegrad.numpy: one line per primitive where a line fits.
+
+Rules are staged, ``lambda ans, *args, **kwargs: lambda g: ...``: the outer
+call runs when the op is recorded (what it closes over is what the tape
+keeps); the inner one runs in the backward pass. Rules are written with
+tapegrad's own functions, so a backward pass recorded on an outer tape is
+differentiable again. ``g`` may carry leading batch axes; rules return
+cotangents in (a broadcast of) the argument's shape with the same leading
+axes, and the engine sums them back and casts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tapegrad.numpy import derived as d
+from tapegrad.numpy import wrap as w
+from tapegrad.numpy.wrap import Index
+from tapegrad.primitive import defvjp, defvjp_argnum
+from tapegrad.tracer import value
+
+Vjp = Callable[[Any], Any]
+
+
+def _nb(g: Any, ans: Any) -> int:
+    """Number of leading batch axes of cotangent ``g`` for an output ``ans``."""
+    return g.ndim - np.ndim(ans)
+
+
+def _bcast(g: Any, ans: Any, shape: tuple[int, ...], axis: Any) -> Any:
+    """Broadcast a reduction's cotangent back over the reduced axes of ``shape``."""
+    nb = _nb(g, ans)
+    axes = d.normalize_axes(axis, len(shape))
+    kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
+    return w.broadcast_to(d.reshape(g, g.shape[:nb] + kept), g.shape[:nb] + tuple(shape))
+
+
+def _kept(ans: Any, shape: tuple[int, ...], axis: Any) -> Any:
+    """``ans`` of a reduction reshaped with the reduced axes kept as size 1."""
+    axes = d.normalize_axes(axis, len(shape))
+    return d.reshape(ans, tuple(1 if i in axes else n for i, n in enumerate(shape)))
+
+
+def _balanced_eq(x: Any, z: Any, y: Any) -> Any:
+    """1 where x is the winner, 0.5 on ties (as JAX splits them), else 0."""
+    x, z, y = value(x), value(z), value(y)
+    return np.where(x == z, np.where(y == z, 0.5, 1.0), 0.0)
+
+
+def _sign_or_phase(x: Any) -> Any:
+    """d|x|/dx in JAX's convention: sign(x) for real x, conj(x)/|x| for complex."""
+    v = value(x)
+    if np.iscomplexobj(v):
+        a = w.absolute(x)
+        return w.conjugate(x) / w.where3(value(a) == 0, 1.0, a) * (np.abs(v) != 0)
+    return np.sign(v)
+
+
+# --- elementwise ------------------------------------------------------------------------------
+defvjp(w.negative,   lambda ans, x: lambda g: -g)
+defvjp(w.positive,   lambda ans, x: lambda g: g)
+defvjp(w.absolute,   lambda ans, x: lambda g: g * _sign_or_phase(x))
+defvjp(w.sqrt,       lambda ans, x: lambda g: g * 0.5 / ans)
+defvjp(w.cbrt,       lambda ans, x: lambda g: g / (3 * ans * ans))
+defvjp(w.square,     lambda ans, x: lambda g: g * 2 * x)
+defvjp(w.exp,        lambda ans, x: lambda g: g * ans)
+defvjp(w.exp2,       lambda ans, x: lambda g: g * ans * np.log(2))
+defvjp(w.expm1,      lambda ans, x: lambda g: g * (ans + 1))
+defvjp(w.log,        lambda ans, x: lambda g: g / x)
+defvjp(w.log2,       lambda ans, x: lambda g: g / (x * np.log(2)))
+defvjp(w.log10,      lambda ans, x: lambda g: g / (x * np.log(10)))
+defvjp(w.log1p,      lambda ans, x: lambda g: g / (x + 1))
+defvjp(w.sin,        lambda ans, x: lambda g: g * w.cos(x))
+defvjp(w.cos,        lambda ans, x: lambda g: -g * w.sin(x))
+defvjp(w.tan,        lambda ans, x: lambda g: g * (1 + ans * ans))
+defvjp(w.arcsin,     lambda ans, x: lambda g: g / w.sqrt(1 - x * x))
+defvjp(w.arccos,     lambda ans, x: lambda g: -g / w.sqrt(1 - x * x))
+defvjp(w.arctan,     lambda ans, x: lambda g: g / (1 + x * x))
+defvjp(w.sinh,       lambda ans, x: lambda g: g * w.cosh(x))
+defvjp(w.cosh,       lambda ans, x: lambda g: g * w.sinh(x))
+defvjp(w.tanh,       lambda ans, x: lambda g: g * (1 - ans * ans))
+defvjp(w.arcsinh,    lambda ans, x: lambda g: g / w.sqrt(x * x + 1))
+defvjp(w.arccosh,    lambda ans, x: lambda g: g / w.sqrt(x * x - 1))
+defvjp(w.arctanh,    lambda ans, x: lambda g: g / (1 - x * x))
+defvjp(w.reciprocal, lambda ans, x: lambda g: -g * ans * ans)
+defvjp(w.deg2rad,    lambda ans, x: lambda g: g * (np.pi / 180))
+defvjp(w.rad2deg,    lambda ans, x: lambda g: g * (180 / np.pi))
+defvjp(w.conjugate,  lambda ans, x: lambda g: w.conjugate(g))
+defvjp(w.real,       lambda ans, x: lambda g: g)
+defvjp(w.imag,       lambda ans, x: (lambda g: -1j * g) if np.iscomplexobj(value(x)) else (lambda g: 0 * g))
+
+
+def _vjp_sinc(ans: Any, x: Any) -> Vjp:
+    zero = value(x) == 0
+    safe = w.where3(zero, 1.0, x)
+    return lambda g: g * w.where3(zero, 0.0, (w.cos(np.pi * safe) - ans) / safe)
+
+
+defvjp(w.sinc, _vjp_sinc)
+
+# --- elementwise, several arguments (the engine unbroadcasts) --------------------------------------
+defvjp(w.add,        lambda ans, x, y: lambda g: g,
+                     lambda ans, x, y: lambda g: g)
+defvjp(w.subtract,   lambda ans, x, y: lambda g: g,
+                     lambda ans, x, y: lambda g: -g)
+defvjp(w.multiply,   lambda ans, x, y: lambda g: g * y,
+                     lambda ans, x, y: lambda g: g * x)
+defvjp(w.divide,     lambda ans, x, y: lambda g: g / y,
+                     lambda ans, x, y: lambda g: -g * ans / y)
+defvjp(w.power,      lambda ans, x, y: lambda g: g * (y * w.power(x, w.where3(value(y) == 0, 1, y - 1))),
+                     lambda ans, x, y: lambda g: g * (w.log(w.where3(value(x) == 0, 1, x)) * ans))
+defvjp(w.arctan2,    lambda ans, y, x: lambda g: g * x / (x * x + y * y),
+                     lambda ans, y, x: lambda g: -g * y / (x * x + y * y))
+defvjp(w.maximum,    lambda ans, x, y: lambda g: g * _balanced_eq(x, ans, y),
+                     lambda ans, x, y: lambda g: g * _balanced_eq(y, ans, x))
+defvjp(w.minimum,    lambda ans, x, y: lambda g: g * _balanced_eq(x, ans, y),
+                     lambda ans, x, y: lambda g: g * _balanced_eq(y, ans, x))
+defvjp(w.fmax,       lambda ans, x, y: lambda g: g * _balanced_eq(x, ans, y),
+                     lambda ans, x, y: lambda g: g * _balanced_eq(y, ans, x))
+defvjp(w.fmin,       lambda ans, x, y: lambda g: g * _balanced_eq(x, ans, y),
+                     lambda ans, x, y: lambda g: g * _balanced_eq(y, ans, x))
+defvjp(w.hypot,      lambda ans, x, y: lambda g: g * x / ans,
+                     lambda ans, x, y: lambda g: g * y / ans)
+defvjp(w.logaddexp,  lambda ans, x, y: lambda g: g * w.exp(x - ans),
+                     lambda ans, x, y: lambda g: g * w.exp(y - ans))
+defvjp(w.logaddexp2, lambda ans, x, y: lambda g: g * w.exp2(x - ans),
+                     lambda ans, x, y: lambda g: g * w.exp2(y - ans))
+defvjp(w.remainder,  lambda ans, x, y: lambda g: g,
+                     lambda ans, x, y: lambda g: -g * np.floor_divide(value(x), value(y)))
+defvjp(w.fmod,       lambda ans, x, y: lambda g: g,
+                     lambda ans, x, y: lambda g: -g * np.trunc(value(x) / value(y)))
+
+
+def _clip_masks(x: Any, lo: Any, hi: Any) -> tuple[Any, Any, Any]:
+    x, lo, hi = value(x), value(lo), value(hi)
+    below = x < lo if lo is not None else False
+    above = x > hi if hi is not None else False
+    return ~(below | above), below, above
+
+
+defvjp(w.clip,       lambda ans, x, lo=None, hi=None, **kw: lambda g: g * _clip_masks(x, lo, hi)[0],
+                     lambda ans, x, lo=None, hi=None, **kw: lambda g: g * _clip_masks(x, lo, hi)[1],
+                     lambda ans, x, lo=None, hi=None, **kw: lambda g: g * _clip_masks(x, lo, hi)[2])
+defvjp(w.where3,     None,
+                     lambda ans, c, x, y: lambda g: w.where3(c, g, 0.0),
+                     lambda ans, c, x, y: lambda g: w.where3(c, 0.0, g))
+
+# --- reductions and scans ----------------------------------------------------------------------
+
+
+def _vjp_sum(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Vjp:
+    shape = x.shape
+    return lambda g: _bcast(g, ans, shape, axis)
+
+
+def _vjp_chooser(ans: Any, x: Any, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Vjp:
+    """max / min: the cotangent goes to the winners, split evenly among ties."""
+    shape = x.shape
+    hit = value(x) == value(_kept(ans, shape, axis))
+    share = hit / np.sum(hit, axis=axis, keepdims=True)
+    return lambda g: _bcast(g, ans, shape, axis) * share
+
+
+def _prod_of_others(x: Any, axis: Any) -> Any:
+    """For each entry, the product of the *other* entries along ``axis``:
+    exclusive cumulative products from both ends, exact when x holds zeros."""
+    shape = x.shape
+    axes = d.normalize_axes(axis, len(shape))
+    rest = tuple(i for i in range(len(shape)) if i not in axes)
+    perm = rest + axes
+    xt = d.reshape(w.transpose(x, perm), tuple(shape[i] for i in rest) + (-1,))
+    ones = np.ones(xt.shape[:-1] + (1,), dtype=value(x).dtype)
+    left = w.cumprod(w.concatenate_args(xt.ndim - 1, ones, xt[..., :-1]), axis=-1)
+    right = w.flip(w.cumprod(w.concatenate_args(xt.ndim - 1, ones, w.flip(xt, -1)[..., :-1]), axis=-1), -1)
+    others = d.reshape(left * right, tuple(shape[i] for i in perm))
+    return w.transpose(others, tuple(np.argsort(perm)))
+
+
+def _vjp_prod(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Vjp:
+    shape = x.shape
+    if np.all(value(x) != 0):
+        return lambda g: _bcast(g, ans, shape, axis) * (_kept(ans, shape, axis) / x)
+    return lambda g: _bcast(g, ans, shape, axis) * _prod_of_others(x, axis)
+
+
+def _vjp_cumsum(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Vjp:
+    shape = x.shape
+    if axis is None:
+        return lambda g: d.reshape(_rev_cumsum(g, -1), g.shape[: _nb(g, ans)] + shape)
+    ax = d.normalize_axis(axis, x.ndim) - x.ndim
+    return lambda g: _rev_cumsum(g, ax)
+
+
+def _rev_cumsum(g: Any, axis: int) -> Any:
+    return w.flip(w.cumsum(w.flip(g, axis), axis=axis), axis)
+
+
+def _vjp_cumprod(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Vjp:
+    if axis is None:
+        shape = x.shape
+        inner = _vjp_cumprod(ans, d.ravel(x), -1)
+        return lambda g: d.reshape(inner(d.reshape(g, g.shape[: _nb(g, ans)] + (-1,))), g.shape[: _nb(g, ans)] + shape)
+    ax = d.normalize_axis(axis, x.ndim) - x.ndim
+    if np.all(value(x) != 0):  # sum_{j >= i} g_j ans_j / x_i
+        return lambda g: _rev_cumsum(g * ans, ax) / x
+    return lambda g: _cumprod_grad_with_zeros(g, x, ax)
+
+
+def _cumprod_grad_with_zeros(g: Any, x: Any, ax: int) -> Any:
+    """d cumprod with zeros in x: grad_i = L_i * S_i with L_i = prod_{k<i} x_k and
+    S_i = g_i + x_{i+1} S_{i+1}, a recurrence along the axis (exact, O(n) ops)."""
+    gm, xm = d.moveaxis(g, ax, -1), d.moveaxis(x, ax, -1)
+    n = xm.shape[-1]
+    s = [gm[..., n - 1]]
+    for i in range(n - 2, -1, -1):
+        s.append(gm[..., i] + xm[..., i + 1] * s[-1])
+    s.reverse()
+    left = [np.ones(xm.shape[:-1], dtype=value(xm).dtype)]
+    for i in range(1, n):
+        left.append(left[-1] * xm[..., i - 1])
+    return d.moveaxis(d.stack([lf * si for lf, si in zip(left, s)], axis=-1), -1, ax)
+
+
+def _vjp_logsumexp(ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Vjp:
+    shape = x.shape
+    return lambda g: _bcast(g, ans, shape, axis) * w.exp(x - _kept(ans, shape, axis))
+
+
+defvjp(w.sum, _vjp_sum)
+defvjp(w.prod, _vjp_prod)
+defvjp(w.amax, _vjp_chooser)
+defvjp(w.amin, _vjp_chooser)
+defvjp(w.cumsum, _vjp_cumsum)
+defvjp(w.cumprod, _vjp_cumprod)
+defvjp(w.logsumexp, _vjp_logsumexp)
+
+# --- shape ------------------------------------------------------------------------------------
+defvjp(w.reshape_c,  lambda ans, x, shape: lambda g: w.reshape_c(g, g.shape[: _nb(g, ans)] + x.shape))
+defvjp(w.copy,       lambda ans, x: lambda g: g)
+defvjp(w.astype_float, lambda ans, x, dtype: lambda g: g)
+
+
+def _vjp_transpose(ans: Any, x: Any, axes: Any = None) -> Vjp:
+    perm = tuple(range(x.ndim))[::-1] if axes is None else d.normalize_axes(axes, x.ndim)
+    inv = tuple(np.argsort(perm))
+    def vjp(g: Any) -> Any:
+        nb = _nb(g, ans)
+        return w.transpose(g, tuple(range(nb)) + tuple(nb + i for i in inv))
+    return vjp
+
+
+def _vjp_concatenate(argnum: int, ans: Any, axis: int, *arrays: Any) -> Vjp:
+    start = sum(a.shape[axis] for a in arrays[: argnum - 1])
+    stop = start + arrays[argnum - 1].shape[axis]
+    back = axis - ans.ndim  # counted from the end: batch axes do not move it
+    return lambda g: g[(Ellipsis, slice(start, stop)) + (slice(None),) * (-back - 1)]
+
+
+def _vjp_flip(ans: Any, x: Any, axis: Any = None) -> Vjp:
+    axes = tuple(a - x.ndim for a in d.normalize_axes(axis, x.ndim))
+    return lambda g: w.flip(g, axes)
+
+
+def _vjp_roll(ans: Any, x: Any, shift: Any, axis: Any = None) -> Vjp:
+    neg = tuple(-s for s in shift) if isinstance(shift, (tuple, list)) else -shift
+    if axis is None:
+        shape = x.shape
+        def vjp(g: Any) -> Any:
+            lead = g.shape[: _nb(g, ans)]
+            return d.reshape(w.roll(d.reshape(g, lead + (-1,)), neg, -1), lead + shape)
+        return vjp
+    axes = tuple(a - x.ndim for a in d.normalize_axes(axis, x.ndim))
+    return lambda g: w.roll(g, neg, axes if isinstance(axis, (tuple, list)) else axes[0])
+
+
+def _vjp_pad(ans: Any, x: Any, pad_width: Any, mode: str = "constant", **kw: Any) -> Vjp:
+    if mode != "constant":
+        raise NotImplementedError(f"VJP of `pad` with mode={mode!r} is not defined (only 'constant')")
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=int), (x.ndim, 2))
+    key = (Ellipsis,) + tuple(slice(lo, lo + n) for (lo, _), n in zip(widths, x.shape))
+    return lambda g: g[key]
+
+
+def _vjp_diagonal(ans: Any, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Vjp:
+    a1 = d.normalize_axis(axis1, x.ndim) - x.ndim
+    a2 = d.normalize_axis(axis2, x.ndim) - x.ndim
+    return lambda g: w.diag_embed(g, offset, a1, a2, x.shape)
+
+
+defvjp(w.transpose, _vjp_transpose)
+defvjp_argnum(w.concatenate_args, _vjp_concatenate)
+defvjp(w.flip, _vjp_flip)
+defvjp(w.roll, _vjp_roll)
+defvjp(w.pad, _vjp_pad)
+defvjp(w.triu,       lambda ans, x, k=0: lambda g: w.triu(g, k))
+defvjp(w.tril,       lambda ans, x, k=0: lambda g: w.tril(g, k))
+defvjp(w.diagonal, _vjp_diagonal)
+defvjp(w.diag_from_vector, lambda ans, v, k=0: lambda g: w.diagonal(g, k, -2, -1))
+defvjp(w.diag_embed, lambda ans, g0, offset, a1, a2, shape: lambda g: w.diagonal(g, offset, a1, a2))
+
+# --- indexing ---------------------------------------------------------------------------------
+defvjp(w.getitem,    lambda ans, x, idx, nb=0: lambda g: w.index_add(g, idx, x.shape[nb:], _nb(g, ans) + nb))
+defvjp(w.index_add,  lambda ans, g0, idx, shape, nb: lambda g: w.getitem(g, idx, _nb(g, ans) + nb))
+
+
+def _vjp_setitem_x(ans: Any, x: Any, idx: Index, v: Any) -> Vjp:
+    keep = np.ones(x.shape, dtype=bool)
+    keep[idx.key] = False
+    return lambda g: g * keep
+
+
+defvjp(w.setitem, _vjp_setitem_x, None,
+       lambda ans, x, idx, v: lambda g: w.getitem(g, idx, _nb(g, ans)))
+
+# --- products ---------------------------------------------------------------------------------
+
+
+def _vjp_matmul_a(ans: Any, a: Any, b: Any, **kw: Any) -> Vjp:
+    if b.ndim == 1:
+        return lambda g: d.expand_dims(g, -1) * b
+    if a.ndim == 1:
+        return lambda g: w.matmul(d.expand_dims(g, -2), d.swapaxes(b, -1, -2))[..., 0, :]
+    return lambda g: w.matmul(g, d.swapaxes(b, -1, -2))
+
+
+def _vjp_matmul_b(ans: Any, a: Any, b: Any, **kw: Any) -> Vjp:
+    if a.ndim == 1:
+        if b.ndim == 1:
+            return lambda g: d.expand_dims(g, -1) * a
+        return lambda g: d.expand_dims(a, -1) * d.expand_dims(g, -2)
+    if b.ndim == 1:
+        return lambda g: w.matmul(d.expand_dims(g, -2), a)[..., 0, :]
+    return lambda g: w.matmul(d.swapaxes(a, -1, -2), g)
+
+
+defvjp(w.matmul, _vjp_matmul_a, _vjp_matmul_b)
+
+
+def _einsum_letters(subscripts: str, operands: tuple[Any, ...]) -> tuple[list[str], str]:
+    """Explicit per-operand subscripts and output, with ``...`` spelled out."""
+    used = set(subscripts) - set("-> .,")
+    spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in used]
+    lhs, _, rhs = subscripts.replace(" ", "").partition("->")
+    ins = lhs.split(",")
+    ell_nd = max((np.ndim(o) - (len(s) - 3) for s, o in zip(ins, operands) if "..." in s), default=0)
+    ell = "".join(spare[:ell_nd])
+    ins = [s.replace("...", ell[len(ell) - (np.ndim(o) - (len(s) - 3)):] if np.ndim(o) - (len(s) - 3) else "")
+           if "..." in s else s for s, o in zip(ins, operands)]
+    if "->" not in subscripts:
+        counts = {c: "".join(ins).count(c) for c in set("".join(ins))}
+        rhs = ell + "".join(sorted(c for c in counts if counts[c] == 1 and c not in ell))
+    else:
+        rhs = rhs.replace("...", ell)
+    return ins, rhs
+
+
+def _vjp_einsum(argnum: int, ans: Any, subscripts: str, *operands: Any, **kw: Any) -> Vjp:
+    ins, out = _einsum_letters(subscripts, operands)
+    i = argnum - 1
+    target = ins[i]
+    others = [(s, o) for j, (s, o) in enumerate(zip(ins, operands)) if j != i]
+    avail = set(out).union(*[set(s) for s, _ in others]) if others else set(out)
+    used = set("".join(ins)) | set(out)
+    spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in used]
+    x = operands[i]
+    extra: list[tuple[str, Any]] = []
+    seen: dict[str, int] = {}
+    result = ""
+    for pos, c in enumerate(target):
+        n = x.shape[pos]
+        if c in seen:  # a repeated index: the cotangent lives on a diagonal
+            fresh = spare.pop()
+            extra.append((c + fresh, np.eye(n, dtype=value(x).dtype)))
+            result += fresh
+            continue
+        seen[c] = pos
+        if c not in avail:  # summed over this operand alone: broadcast back
+            extra.append((c, np.ones(n, dtype=value(x).dtype)))
+        result += c
+
+    def vjp(g: Any) -> Any:
+        batch = "".join(spare[-1 - k] for k in range(_nb(g, ans)))[::-1] if _nb(g, ans) else ""
+        subs = ",".join([batch + out] + [s for s, _ in others] + [s for s, _ in extra]) + "->" + batch + result
+        return w.einsum_args(subs, g, *[o for _, o in others], *[o for _, o in extra], **kw)
+
+    return vjp
+
+
+defvjp_argnum(w.einsum_args, _vjp_einsum)

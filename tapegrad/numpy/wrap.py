@@ -1,0 +1,274 @@
+"""The primitives of tapegrad.numpy: one wrapper line each.
+
+Most are NumPy's own functions made differentiable with ``primitive``; a few
+have small implementations here because their rules need a handle NumPy does
+not give (``concatenate`` with arrays as positional arguments, indexing with
+batch axes, ``einsum`` with operands as positional arguments).
+Their VJP rules live in ``vjps.py``. Functions with no derivative (or a zero
+one) are wrapped with ``nondifferentiable``: they read traced values by value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tapegrad.backend import array_module
+from tapegrad.primitive import broadcast_to, nondifferentiable, primitive, sum_to
+from tapegrad.tracer import Traced, value
+
+__all__ = ["broadcast_to", "sum_to"]
+
+# --- elementwise, one argument -----------------------------------------------------
+negative = primitive(np.negative)
+positive = primitive(np.positive)
+absolute = primitive(np.absolute)
+sqrt = primitive(np.sqrt)
+cbrt = primitive(np.cbrt)
+square = primitive(np.square)
+exp = primitive(np.exp)
+exp2 = primitive(np.exp2)
+expm1 = primitive(np.expm1)
+log = primitive(np.log)
+log2 = primitive(np.log2)
+log10 = primitive(np.log10)
+log1p = primitive(np.log1p)
+sin = primitive(np.sin)
+cos = primitive(np.cos)
+tan = primitive(np.tan)
+arcsin = primitive(np.arcsin)
+arccos = primitive(np.arccos)
+arctan = primitive(np.arctan)
+sinh = primitive(np.sinh)
+cosh = primitive(np.cosh)
+tanh = primitive(np.tanh)
+arcsinh = primitive(np.arcsinh)
+arccosh = primitive(np.arccosh)
+arctanh = primitive(np.arctanh)
+reciprocal = primitive(np.reciprocal)
+deg2rad = primitive(np.deg2rad)
+rad2deg = primitive(np.rad2deg)
+conjugate = primitive(np.conjugate)
+real = primitive(np.real)
+imag = primitive(np.imag)
+sinc = primitive(np.sinc)
+
+# --- elementwise, two or three arguments (broadcasting) --------------------------------
+add = primitive(np.add)
+subtract = primitive(np.subtract)
+multiply = primitive(np.multiply)
+divide = primitive(np.divide)
+power = primitive(np.power)
+arctan2 = primitive(np.arctan2)
+maximum = primitive(np.maximum)
+minimum = primitive(np.minimum)
+fmax = primitive(np.fmax)
+fmin = primitive(np.fmin)
+hypot = primitive(np.hypot)
+logaddexp = primitive(np.logaddexp)
+logaddexp2 = primitive(np.logaddexp2)
+remainder = primitive(np.remainder)
+fmod = primitive(np.fmod)
+clip = primitive(np.clip)
+where3 = primitive(np.where, "where")
+
+# --- reductions and scans --------------------------------------------------------------
+sum = primitive(np.sum)  # noqa: A001
+prod = primitive(np.prod)
+amax = primitive(np.amax, "max")
+amin = primitive(np.amin, "min")
+cumsum = primitive(np.cumsum)
+cumprod = primitive(np.cumprod)
+
+
+def _logsumexp(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    xp = array_module(a)
+    m = xp.max(a, axis=axis, keepdims=True) if a.size else xp.zeros((1,) * a.ndim, a.dtype)
+    m = xp.where(xp.isfinite(m), m, 0)
+    out = xp.log(xp.sum(xp.exp(a - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else xp.squeeze(out, axis=axis)
+
+
+# a primitive for numerical stability: its rule reuses the stable answer
+logsumexp = primitive(_logsumexp, "logsumexp")
+
+# --- shape ---------------------------------------------------------------------------------
+
+
+def _reshape(a: Any, shape: Any) -> Any:
+    return a.reshape(shape)
+
+
+reshape_c = primitive(_reshape, "reshape")
+transpose = primitive(np.transpose)
+flip = primitive(np.flip)
+roll = primitive(np.roll)
+pad = primitive(np.pad)
+triu = primitive(np.triu)
+tril = primitive(np.tril)
+diagonal = primitive(np.diagonal)
+
+
+def _concatenate(axis: int, *arrays: Any) -> Any:
+    return array_module(*arrays).concatenate(arrays, axis=axis)
+
+
+concatenate_args = primitive(_concatenate, "concatenate")
+
+
+def _diag_from_vector(v: Any, k: int = 0) -> Any:
+    return array_module(v).diag(v, k)
+
+
+diag_from_vector = primitive(_diag_from_vector, "diag")
+
+
+def _diag_embed(g: Any, offset: int, axis1: int, axis2: int, shape: tuple[int, ...]) -> Any:
+    """Zeros of ``batch + shape`` with ``g`` written on the given diagonal."""
+    xp = array_module(g)
+    nb = g.ndim - (len(shape) - 1)
+    out = xp.zeros(g.shape[:nb] + tuple(shape), dtype=g.dtype)
+    view = xp.moveaxis(out, (axis1, axis2), (-2, -1))
+    n = g.shape[-1]
+    rows = xp.arange(n) + max(-offset, 0)
+    cols = xp.arange(n) + max(offset, 0)
+    view[..., rows, cols] = g
+    return out
+
+
+diag_embed = primitive(_diag_embed, "diag_embed")
+
+
+def _astype(x: Any, dtype: Any) -> Any:
+    return x.astype(dtype)
+
+
+astype_float = primitive(_astype, "astype")
+
+
+def _copy(x: Any) -> Any:
+    return x.copy()
+
+
+copy = primitive(_copy, "copy")
+
+# --- indexing --------------------------------------------------------------------------------
+
+
+class Index:
+    """A normalised NumPy index: a tuple with ``...`` expanded, lists made arrays.
+
+    ``kind`` is ``"basic"`` (ints, slices, None), ``"mask"`` (boolean arrays,
+    each position written at most once) or ``"int"`` (integer arrays).
+    """
+
+    __slots__ = ("key", "kind", "unique")
+
+    def __init__(self, key: Any, ndim: int) -> None:
+        if not isinstance(key, tuple):
+            key = (key,)
+        items = []
+        kind = "basic"
+        for k in key:
+            if type(k) is Traced:
+                k = value(k)
+            if isinstance(k, list) or (hasattr(k, "dtype") and getattr(k, "ndim", 0) > 0):
+                if isinstance(k, list):
+                    k = np.asarray(k) if len(k) else np.zeros(0, dtype=np.intp)
+                if k.dtype == bool:
+                    kind = "mask" if kind == "basic" else kind
+                else:
+                    kind = "int"
+            elif hasattr(k, "dtype") and k.dtype == bool:  # 0-d boolean
+                kind = "mask" if kind == "basic" else kind
+            items.append(k)
+        used = 0
+        for k in items:
+            if k is None or k is Ellipsis:
+                continue
+            used += k.ndim if (hasattr(k, "dtype") and k.dtype == bool) else 1
+        if any(k is Ellipsis for k in items):
+            at = next(i for i, k in enumerate(items) if k is Ellipsis)
+            items[at : at + 1] = [slice(None)] * (ndim - used)
+        self.key = tuple(items)
+        self.kind = kind
+        self.unique = kind != "int" or _unique_int_index(self.key)
+
+
+def _unique_int_index(key: tuple[Any, ...]) -> bool:
+    """True when one non-negative integer array is the only advanced index and
+    holds no repeats: then the scatter can assign instead of ``add.at``."""
+    arrays = [k for k in key if hasattr(k, "dtype") and getattr(k, "ndim", 0) > 0]
+    if len(arrays) != 1:
+        return False
+    a = arrays[0]
+    if a.size == 0:
+        return True
+    return bool(a.min() >= 0 and array_module(a).unique(a).size == a.size)
+
+
+def _batched_view(x: Any, nb: int) -> Any:
+    """``x`` with its ``nb`` leading batch axes moved to the end (a view)."""
+    if nb == 0:
+        return x
+    return array_module(x).moveaxis(x, tuple(range(nb)), tuple(range(-nb, 0)))
+
+
+def _unbatched(y: Any, nb: int) -> Any:
+    if nb == 0:
+        return y
+    return array_module(y).moveaxis(y, tuple(range(-nb, 0)), tuple(range(nb)))
+
+
+def _getitem(x: Any, index: Index, nb: int = 0) -> Any:
+    """``x[index]`` on the trailing axes of ``x``; its ``nb`` leading axes are batch."""
+    if nb == 0:
+        return x[index.key]
+    return _unbatched(_batched_view(x, nb)[index.key], nb)
+
+
+def _index_add(g: Any, index: Index, shape: tuple[int, ...], nb: int) -> Any:
+    """Zeros of ``batch + shape`` with ``g`` added at ``index`` (the transpose of getitem)."""
+    xp = array_module(g)
+    out = xp.zeros(g.shape[:nb] + tuple(shape), dtype=g.dtype)
+    view = _batched_view(out, nb)
+    gv = _batched_view(g, nb)
+    if index.unique:
+        view[index.key] = gv
+    else:
+        xp.add.at(view, index.key, gv)
+    return out
+
+
+getitem = primitive(_getitem, "getitem")
+index_add = primitive(_index_add, "index_add")
+
+
+def _setitem(x: Any, index: Index, v: Any) -> Any:
+    out = x.copy()
+    out[index.key] = v
+    return out
+
+
+setitem = primitive(_setitem, "setitem")
+
+# --- products ---------------------------------------------------------------------------------
+matmul = primitive(np.matmul)
+
+
+def _einsum(subscripts: str, *operands: Any, **kwargs: Any) -> Any:
+    return array_module(*operands).einsum(subscripts, *operands, **kwargs)
+
+
+einsum_args = primitive(_einsum, "einsum")
+
+# --- no gradient: these read traced values by value -----------------------------------------
+_NONDIFF = """sign floor ceil rint trunc fix around round isnan isinf isfinite isreal iscomplex
+signbit greater greater_equal less less_equal equal not_equal logical_and logical_or
+logical_xor logical_not argmax argmin argsort nonzero flatnonzero count_nonzero any all
+floor_divide heaviside isclose allclose array_equal searchsorted digitize unique
+shape ndim size zeros_like ones_like empty_like result_type iscomplexobj isrealobj
+bitwise_and bitwise_or bitwise_xor invert bincount histogram argwhere""".split()
+
+nondiff = {name: nondifferentiable(getattr(np, name)) for name in _NONDIFF}

@@ -1,0 +1,285 @@
+"""Primitives and their rules: ``primitive()``, ``defvjp()``, ``defjvp()``.
+
+A primitive wraps a function on plain arrays. Called with no traced argument
+it *is* that function (one loop over the arguments, no recording). Called with
+traced arguments it unboxes those of the highest active tape, calls itself on
+the unboxed values (so lower tapes record too), and appends one entry holding
+the staged VJP closures to that tape.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from tapegrad.tape import Node, next_index
+from tapegrad.tracer import Traced, value
+
+VjpMaker = Callable[..., Callable[[Any], Any]]
+
+
+class Primitive:
+    """The rule record of one primitive (what the tape keeps a reference to)."""
+
+    __slots__ = ("name", "fun", "wrapped", "vjps", "vjp_argnum", "jvps", "jvp_argnum")
+
+    def __init__(self, fun: Callable[..., Any], name: str) -> None:
+        self.name = name
+        self.fun = fun
+        self.wrapped: Callable[..., Any] = fun
+        self.vjps: dict[int, VjpMaker | None] = {}
+        self.vjp_argnum: Callable[..., Callable[[Any], Any]] | None = None
+        self.jvps: dict[int, VjpMaker | None] = {}
+        self.jvp_argnum: Callable[..., Callable[[Any], Any]] | None = None
+
+    def __repr__(self) -> str:
+        return f"<tapegrad primitive {self.name}>"
+
+    def vjp_maker(self, argnum: int) -> VjpMaker:
+        if argnum in self.vjps:
+            maker = self.vjps[argnum]
+            if maker is not None:
+                return maker
+        elif self.vjp_argnum is not None:
+            return functools.partial(self.vjp_argnum, argnum)
+        return functools.partial(_undefined_vjp, self.name, argnum)
+
+
+def _undefined_vjp(name: str, argnum: int, ans: Any, *args: Any, **kwargs: Any) -> Any:
+    def raise_(g: Any) -> Any:
+        raise NotImplementedError(
+            f"VJP of `{name}` with respect to argument {argnum} is not defined"
+        )
+
+    return raise_
+
+
+def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[..., Any]:
+    """Make ``fun`` (a function on plain arrays) a differentiable primitive.
+
+    Give it rules with :func:`defvjp` (and optionally :func:`defjvp`).
+
+    Example:
+        >>> @tg.primitive
+        ... def logsin(x):
+        ...     return np.log(np.sin(x))
+        >>> tg.defvjp(logsin, lambda ans, x: lambda g: g / tnp.tan(x))
+    """
+    prim = Primitive(fun, name or getattr(fun, "__name__", "primitive"))
+
+    @functools.wraps(fun)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1:
+            if type(args[0]) is Traced:
+                return _apply1(prim, args[0], kwargs)
+            return fun(*args, **kwargs)
+        for a in args:
+            if type(a) is Traced:
+                return _apply(prim, args, kwargs)
+        return fun(*args, **kwargs)
+
+    prim.wrapped = wrapped
+    wrapped.primitive = prim  # type: ignore[attr-defined]
+    return wrapped
+
+
+def _apply(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The recording path (at least one argument is traced). Kept lean: this
+    is the per-op cost of every traced operation."""
+    if len(args) == 2:
+        return _apply2(prim, args[0], args[1], kwargs)
+    tape = None
+    level = -1
+    nested = False  # do lower-level traced values take part?
+    for a in args:
+        if type(a) is Traced:
+            t = a._tape
+            if not t.active:  # values of tapes no longer recording are constants
+                return prim.wrapped(*[_unbox_stale(b) for b in args], **kwargs)
+            if t is not tape:
+                if t.level > level:
+                    nested = tape is not None
+                    tape, level = t, t.level
+                else:
+                    nested = True
+    raw = list(args)
+    parents = []
+    makers = []
+    table = prim.vjps
+    for i, a in enumerate(args):
+        if type(a) is Traced and a._tape is tape:
+            v = raw[i] = a._value
+            if type(v) is Traced:
+                nested = True
+            parents.append(a._node)
+            makers.append(table.get(i) or prim.vjp_maker(i))
+    ans = prim.wrapped(*raw, **kwargs) if nested else prim.fun(*raw, **kwargs)
+    node = Node(next_index(), ans.shape, ans.dtype, prim, tuple(parents),
+                tuple([m(ans, *raw, **kwargs) for m in makers]))
+    tape._append(node)
+    return Traced(ans, tape, node)
+
+
+def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
+    """``_apply`` unrolled for two arguments (binary operators: the hot case)."""
+    ta = type(a) is Traced
+    tb = type(b) is Traced
+    if ta and tb:
+        A, B = a._tape, b._tape
+        if not (A.active and B.active):
+            return prim.wrapped(_unbox_stale(a), _unbox_stale(b), **kwargs)
+        if A is not B:
+            if A.level > B.level:
+                tb = False
+            else:
+                ta = False
+        tape = A if ta else B
+    elif ta:
+        tape = a._tape
+        if not tape.active:
+            return prim.wrapped(_unbox_stale(a), b, **kwargs)
+    else:
+        tape = b._tape
+        if not tape.active:
+            return prim.wrapped(a, _unbox_stale(b), **kwargs)
+    x = a._value if ta else a
+    y = b._value if tb else b
+    if type(x) is Traced or type(y) is Traced:
+        ans = prim.wrapped(x, y, **kwargs)
+    else:
+        ans = prim.fun(x, y, **kwargs)
+    table = prim.vjps
+    if ta and tb:
+        parents: tuple[Node, ...] = (a._node, b._node)
+        vjps = ((table.get(0) or prim.vjp_maker(0))(ans, x, y, **kwargs),
+                (table.get(1) or prim.vjp_maker(1))(ans, x, y, **kwargs))
+    elif ta:
+        parents = (a._node,)
+        vjps = ((table.get(0) or prim.vjp_maker(0))(ans, x, y, **kwargs),)
+    else:
+        parents = (b._node,)
+        vjps = ((table.get(1) or prim.vjp_maker(1))(ans, x, y, **kwargs),)
+    node = Node(next_index(), ans.shape, ans.dtype, prim, parents, vjps)
+    tape._append(node)
+    return Traced(ans, tape, node)
+
+
+def _apply1(prim: Primitive, a: Traced, kwargs: dict[str, Any]) -> Any:
+    """``_apply`` for one traced argument (unary functions and methods)."""
+    tape = a._tape
+    if not tape.active:
+        return prim.wrapped(_unbox_stale(a), **kwargs)
+    x = a._value
+    ans = prim.wrapped(x, **kwargs) if type(x) is Traced else prim.fun(x, **kwargs)
+    node = Node(next_index(), ans.shape, ans.dtype, prim, (a._node,),
+                ((prim.vjps.get(0) or prim.vjp_maker(0))(ans, x, **kwargs),))
+    tape._append(node)
+    return Traced(ans, tape, node)
+
+
+def _unbox_stale(a: Any) -> Any:
+    while type(a) is Traced and not a._tape.active:
+        a = a._value
+    return a
+
+
+def _lookup(prim_fn: Callable[..., Any]) -> Primitive:
+    prim = getattr(prim_fn, "primitive", None)
+    if not isinstance(prim, Primitive):
+        raise TypeError(f"{prim_fn!r} is not a tapegrad primitive; wrap it with tg.primitive")
+    return prim
+
+
+def defvjp(prim_fn: Callable[..., Any], *makers: VjpMaker | None, argnums: Any = None) -> None:
+    """Define the VJP rules of a primitive, one maker per argument.
+
+    Each maker is ``(ans, *args, **kwargs) -> (g -> cotangent)``: the outer
+    call runs when the op is recorded and decides what is kept; the inner one
+    runs in the backward pass. ``None`` means no gradient for that argument.
+    ``g`` may carry extra leading batch axes (``g.shape == batch + ans.shape``);
+    the returned cotangent carries the same leading axes and may be in the
+    broadcast shape of ``ans``: the engine sums it back to the argument's shape
+    and casts it to its dtype.
+    """
+    prim = _lookup(prim_fn)
+    for i, m in zip(argnums if argnums is not None else range(len(makers)), makers):
+        prim.vjps[i] = m
+
+
+def defvjp_argnum(prim_fn: Callable[..., Any], maker: Callable[..., Any]) -> None:
+    """Define all VJPs of a primitive with one ``(argnum, ans, *args, **kw)`` maker."""
+    _lookup(prim_fn).vjp_argnum = maker
+
+
+def defjvp(prim_fn: Callable[..., Any], *makers: VjpMaker | None, argnums: Any = None) -> None:
+    """Define the JVP rules of a primitive, one maker per argument.
+
+    Each maker is ``(ans, *args, **kwargs) -> (t -> tangent)``. A primitive
+    with VJP rules alone still works in forward mode (the VJP is transposed).
+    """
+    prim = _lookup(prim_fn)
+    for i, m in zip(argnums if argnums is not None else range(len(makers)), makers):
+        prim.jvps[i] = m
+
+
+def nondifferentiable(fun: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap ``fun`` so that traced arguments are read by value: the result is
+    a plain array with no gradient (comparisons, ``sign``, ``argmax``...)."""
+
+    @functools.wraps(fun)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        for a in args:
+            if type(a) is Traced:
+                return fun(*[value(b) for b in args], **kwargs)
+        return fun(*args, **kwargs)
+
+    return wrapped
+
+
+# --- the two primitives the engine itself needs ----------------------------------------
+
+
+def _sum_to(x: Any, shape: tuple[int, ...], nbatch: int = 0) -> Any:
+    """Sum ``x`` (``batch + broadcast(shape)``) down to ``batch + shape``."""
+    lead = x.ndim - nbatch - len(shape)
+    axes = tuple(range(nbatch, nbatch + lead)) + tuple(
+        nbatch + lead + i for i, n in enumerate(shape) if n == 1 and x.shape[nbatch + lead + i] != 1
+    )
+    if axes:
+        x = x.sum(axis=axes, keepdims=True)
+    return x.reshape(x.shape[:nbatch] + tuple(shape))
+
+
+def _broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
+    from tapegrad.backend import array_module
+
+    return array_module(x).broadcast_to(x, shape)
+
+
+sum_to = primitive(_sum_to, "sum_to")
+broadcast_to = primitive(_broadcast_to, "broadcast_to")
+
+
+def _sum_to_vjp(ans: Any, x: Any, shape: Any, nbatch: int = 0) -> Callable[[Any], Any]:
+    xshape = x.shape
+    def vjp(g: Any) -> Any:
+        extra = g.ndim - ans.ndim
+        lead = len(xshape) - nbatch - len(shape)
+        g = g.reshape(g.shape[: extra + nbatch] + (1,) * lead + tuple(shape))
+        return broadcast_to(g, g.shape[:extra] + xshape)
+    return vjp
+
+
+defvjp(sum_to, _sum_to_vjp)
+defvjp(broadcast_to, lambda ans, x, shape: lambda g: sum_to(g, x.shape, g.ndim - len(shape)))
+
+
+def _cast_to(x: Any, dtype: Any) -> Any:
+    if x.dtype.kind == "c" and dtype.kind != "c":
+        x = x.real
+    return x.astype(dtype, copy=False)
+
+
+cast_to = primitive(_cast_to, "cast")
+defvjp(cast_to, lambda ans, x, dtype: lambda g: cast_to(g, x.dtype))

@@ -1,0 +1,81 @@
+"""Flatten and unflatten nested containers (tuple, list, dict, namedtuple, None).
+
+``None`` is an empty subtree, as in JAX; every other non-container is a leaf.
+Dict keys are visited in sorted order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+
+class TreeDef(NamedTuple):
+    kind: Any  # None for a leaf, type(None) for None, else the container type
+    meta: Any  # dict keys, or the namedtuple class
+    children: tuple[TreeDef, ...]
+
+    @property
+    def num_leaves(self) -> int:
+        if self.kind is None:
+            return 1
+        return sum(c.num_leaves for c in self.children)
+
+
+_LEAF = TreeDef(None, None, ())
+_NONE = TreeDef(type(None), None, ())
+
+
+def _is_namedtuple(x: Any) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
+    """Return ``(leaves, treedef)`` for a pytree."""
+    leaves: list[Any] = []
+
+    def walk(x: Any) -> TreeDef:
+        if x is None:
+            return _NONE
+        t = type(x)
+        if t is tuple or t is list:
+            return TreeDef(t, None, tuple(walk(c) for c in x))
+        if t is dict:
+            keys = sorted(x)
+            return TreeDef(dict, tuple(keys), tuple(walk(x[k]) for k in keys))
+        if _is_namedtuple(x):
+            return TreeDef(tuple, t, tuple(walk(c) for c in x))
+        leaves.append(x)
+        return _LEAF
+
+    return leaves, walk(tree)
+
+
+def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
+    """Rebuild the pytree described by ``treedef`` from ``leaves``."""
+    it = iter(leaves)
+
+    def build(d: TreeDef) -> Any:
+        if d.kind is None:
+            return next(it)
+        if d.kind is type(None):
+            return None
+        kids = [build(c) for c in d.children]
+        if d.kind is dict:
+            return dict(zip(d.meta, kids))
+        if d.meta is not None:  # namedtuple
+            return d.meta(*kids)
+        return d.kind(kids)
+
+    return build(treedef)
+
+
+def tree_map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
+    """Apply ``f`` to every leaf of ``tree`` (and the matching leaves of ``rest``)."""
+    leaves, treedef = tree_flatten(tree)
+    others = [tree_flatten(r)[0] for r in rest]
+    return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
+
+
+def tree_structure(tree: Any) -> TreeDef:
+    return tree_flatten(tree)[1]

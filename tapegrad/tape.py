@@ -1,0 +1,325 @@
+"""The Wengert tape: nodes, the recording stack (levels) and the reverse replay.
+
+Every recorded operation becomes a :class:`Node` with an index drawn from one
+global counter, so index order is a topological order. The reverse pass walks
+nodes by descending index, never recursing and never sorting the tape.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from tapegrad.tracer import Traced
+
+_counter = itertools.count(1)
+next_index = _counter.__next__
+
+SECOND_BACKWARD = (
+    "Trying to backward through the graph a second time (or directly access saved "
+    "tensors after they have already been freed). Saved intermediate values of the "
+    "graph are freed when you call .backward() or autograd.grad(). Specify "
+    "retain_graph=True if you need to backward through the graph a second time or "
+    "if you need to access saved tensors after calling backward."
+)
+
+
+class Node:
+    """One slot of a tape: a watched input (a leaf) or the output of an entry.
+
+    An *entry* is a node with a primitive: it records its parent nodes (the
+    traced inputs) and one staged VJP closure per parent (the residuals).
+    """
+
+    __slots__ = ("index", "shape", "dtype", "prim", "parents", "vjps", "__weakref__")
+
+    def __init__(
+        self,
+        index: int,
+        shape: tuple[int, ...],
+        dtype: Any,
+        prim: Any = None,
+        parents: tuple[Node, ...] = (),
+        vjps: tuple[Callable[[Any], Any], ...] | None = None,
+    ) -> None:
+        self.index = index
+        self.shape = shape
+        self.dtype = dtype
+        self.prim = prim
+        self.parents = parents
+        self.vjps = vjps
+
+    # The public face of an entry (SPEC section 4).
+    @property
+    def primitive(self) -> str:
+        return self.prim.name if self.prim is not None else "watch"
+
+    @property
+    def inputs(self) -> tuple[int, ...]:
+        return tuple(p.index for p in self.parents)
+
+    @property
+    def outputs(self) -> tuple[int, ...]:
+        return (self.index,)
+
+    def __repr__(self) -> str:
+        return f"<Entry %{self.index} = {self.primitive}{self.inputs}>"
+
+
+class _Stack(threading.local):
+    def __init__(self) -> None:
+        self.tapes: list[Tape] = []
+
+
+_stack = _Stack()
+
+
+class Tape:
+    """An explicit Wengert tape (a context manager).
+
+    Example:
+        >>> with tg.Tape() as tape:
+        ...     x = tape.watch(np.array([1.0, 2.0]))
+        ...     y = tnp.sum(tnp.sin(x) * x)
+        >>> tape.gradient(y, x)
+        array([1.38177329, 0.07700375])
+
+    Args:
+        persistent: allow :meth:`gradient` to be called more than once.
+    """
+
+    def __init__(self, persistent: bool = False) -> None:
+        self.persistent = persistent
+        self.entries: list[Node] = []
+        self.leaves: list[Node] = []
+        self.active = False
+        self.level = -1
+        self._used = False
+        self._append = self.entries.append
+
+    # --- recording ----------------------------------------------------------
+    def __enter__(self) -> Tape:
+        if self.active:
+            raise RuntimeError("this tape is already recording")
+        tapes = _stack.tapes
+        self.level = len(tapes) + 1  # level 0 is reserved for the torch facade
+        tapes.append(self)
+        self.active = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        tapes = _stack.tapes
+        if tapes and tapes[-1] is self:
+            tapes.pop()
+        else:  # closed out of order: remove it wherever it is
+            tapes.remove(self)
+        self.active = False
+
+    def watch(self, x: Any) -> Any:
+        """Start tracing ``x`` (a pytree of arrays) on this tape.
+
+        Returns the traced value(s), in the same structure as ``x``.
+        """
+        from tapegrad.pytree import tree_map
+
+        if not self.active:
+            raise RuntimeError("Tape.watch() needs a recording tape: call it inside `with tape:`")
+        return tree_map(self._watch_leaf, x)
+
+    def _watch_leaf(self, x: Any) -> Traced:
+        if type(x) is Traced and x._tape is self:
+            return x
+        if type(x) is not Traced and not hasattr(x, "dtype"):
+            x = np.asarray(x)
+        if x.dtype.kind not in "fc":
+            raise TypeError(
+                f"tapegrad: can only differentiate with respect to floating-point or complex "
+                f"values, but got dtype {x.dtype}"
+            )
+        node = Node(next_index(), x.shape, x.dtype)
+        self.leaves.append(node)
+        return Traced(x, self, node)
+
+    # --- replay -------------------------------------------------------------
+    def gradient(self, target: Any, sources: Any, output_gradients: Any = None) -> Any:
+        """Return d(target)/d(sources), in the structure of ``sources``.
+
+        ``target`` may be a pytree: its leaves' gradients are summed (as
+        TensorFlow does). ``output_gradients`` gives the cotangent of each
+        target leaf (default: ones). A non-persistent tape answers once.
+        """
+        from tapegrad.pytree import tree_flatten, tree_unflatten
+
+        if self._used and not self.persistent:
+            raise RuntimeError(
+                "Tape.gradient() can only be called once on a non-persistent tape; "
+                "use Tape(persistent=True) to call it more than once"
+            )
+        self._used = True
+        targets, _ = tree_flatten(target)
+        if output_gradients is None:
+            seeds_in = [None] * len(targets)
+        else:
+            seeds_in, _ = tree_flatten(output_gradients)
+            if len(seeds_in) != len(targets):
+                raise TypeError(
+                    f"Tape.gradient: output_gradients has {len(seeds_in)} leaves but the "
+                    f"target has {len(targets)}"
+                )
+        src_leaves, src_def = tree_flatten(sources)
+        seeds: dict[int, Any] = {}
+        for t, s in zip(targets, seeds_in):
+            if type(t) is not Traced or t._tape is not self:
+                continue
+            if s is None:
+                s = ones_seed(t._value)
+            add_seed(seeds, t._node.index, s)
+        grads = self.backprop(seeds, src_leaves, retain=self.persistent)
+        return tree_unflatten(src_def, grads)
+
+    def backprop(self, seeds: dict[int, Any], sources: list[Any], retain: bool) -> list[Any]:
+        """Push ``seeds`` (node index -> cotangent) back to ``sources``.
+
+        Returns one cotangent per source (zeros where none arrives).
+        """
+        was_active = self.active
+        self.active = False  # this tape's own values are constants to the replay
+        try:
+            ct = backprop(reversed(self.entries), seeds, retain)
+        finally:
+            self.active = was_active
+        out = []
+        for s in sources:
+            if type(s) is not Traced or s._tape is not self:
+                raise TypeError("Tape.gradient: every source must be a value watched on this tape")
+            node = s._node
+            out.append(ct.get(node.index) if node.index in ct else zeros_for(node, s._value))
+        return out
+
+    # --- inspection ---------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.entries)
+
+    def __str__(self) -> str:
+        """The Wengert list, numbered from %0 on this tape: watched inputs first
+        (as a comment line), then one line per entry."""
+        names: dict[int, str] = {}
+        for n in self.leaves + self.entries:
+            names[n.index] = f"%{len(names)}"
+        lines = []
+        if self.leaves:
+            lines.append("# inputs: " + ", ".join(f"{names[n.index]} {_describe(n)}" for n in self.leaves))
+        for e in self.entries:
+            args = ", ".join(names.get(p.index, f"%?{p.index}") for p in e.parents)
+            lines.append(f"{names[e.index]} = {e.primitive}({args})    # {_describe(e)}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        state = "recording" if self.active else "closed"
+        return f"<tapegrad.Tape level={self.level} {state}, {len(self)} entries>"
+
+
+def _describe(n: Node) -> str:
+    return f"{tuple(n.shape)} {np.dtype(n.dtype).name}"
+
+
+# --- seeds, zeros --------------------------------------------------------------
+
+
+def ones_seed(v: Any) -> Any:
+    from tapegrad.backend import array_module
+
+    return array_module(v).ones(v.shape, dtype=v.dtype)
+
+
+def zeros_for(node: Node, primal: Any, batch: tuple[int, ...] = ()) -> Any:
+    from tapegrad.backend import array_module
+
+    return array_module(primal).zeros(batch + tuple(node.shape), dtype=node.dtype)
+
+
+def add_seed(seeds: dict[int, Any], index: int, g: Any) -> None:
+    seeds[index] = seeds[index] + g if index in seeds else g
+
+
+# --- the reverse replay ------------------------------------------------------------
+
+
+def reachable(roots: Iterable[Node]) -> Iterator[Node]:
+    """Entries reachable from ``roots``, by descending index (a heap, as PyTorch
+    walks its sequence numbers): for graphs owned by their values, not a tape."""
+    heap = [(-n.index, n) for n in roots if n.prim is not None]
+    heapq.heapify(heap)
+    seen = {n.index for _, n in heap}
+    pop, push = heapq.heappop, heapq.heappush
+    while heap:
+        node = pop(heap)[1]
+        yield node
+        for p in node.parents:
+            if p.prim is not None and p.index not in seen:
+                seen.add(p.index)
+                push(heap, (-p.index, p))
+
+
+def backprop(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
+             hooks: dict[int, list[Callable[[Any], Any]]] | None = None) -> dict[int, Any]:
+    """The reverse pass: walk ``entries`` (descending index), pulling each
+    entry's cotangent from ``ct`` and pushing it to its parents.
+
+    ``ct`` maps node index to cotangent; cotangents may carry leading batch
+    axes (``g.shape == batch + node.shape``). Each parent's contribution is
+    summed back to its shape and cast to its dtype here, once, so rules never
+    unbroadcast by themselves. Returns ``ct``, now holding the cotangents of
+    the nodes the walk did not consume (the leaves). Unless ``retain``, each
+    entry's residuals are freed once used. ``hooks`` maps a node index to
+    functions applied to its total cotangent before it is pushed on
+    (``g = hook(g)``), as tensor hooks are.
+    """
+    from tapegrad.primitive import cast_to, sum_to
+
+    pop = ct.pop
+    owned: set[int] = set()  # cotangent buffers this walk allocated: safe to add into
+    ndarray = np.ndarray
+    for e in entries:
+        g = pop(e.index, None)
+        if g is None:
+            continue
+        vjps = e.vjps
+        if vjps is None:
+            if e.prim is None:
+                ct[e.index] = g  # a leaf reached through a graph walk
+                continue
+            raise RuntimeError(SECOND_BACKWARD)
+        if hooks and e.index in hooks:
+            for hook in hooks[e.index]:
+                g = hook(g)
+        nb = g.ndim - len(e.shape)
+        batch = g.shape[:nb] if nb else ()
+        for p, vjp in zip(e.parents, vjps):
+            c = vjp(g)
+            if c.shape != (batch + p.shape if nb else p.shape):
+                c = sum_to(c, p.shape, nb)
+            dt = c.dtype
+            if dt is not p.dtype and dt != p.dtype:
+                c = cast_to(c, p.dtype)
+            i = p.index
+            if i in ct:
+                old = ct[i]
+                if i in owned and type(old) is ndarray and type(c) is not Traced:
+                    old += c
+                else:
+                    ct[i] = old + c
+                    owned.add(i)
+            else:
+                ct[i] = c
+        if not retain:
+            e.vjps = None
+    return ct

@@ -1,0 +1,250 @@
+"""The op table: one line per differentiable operation of tapegrad.numpy.
+
+Each case is ``fn(m, *args)``, written once against a module ``m``: the tests
+call it with ``numpy`` (the reference values) and with ``tapegrad.numpy``
+(the values and derivatives under test). Domains keep inputs where each
+function is smooth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+
+class Case(NamedTuple):
+    name: str
+    fn: Callable[..., Any]
+    args: tuple[Callable[[np.random.Generator], np.ndarray], ...]
+    order: int = 2
+
+
+def R(*shape: int, lo: float = -2.0, hi: float = 2.0) -> Callable[[np.random.Generator], np.ndarray]:
+    """Uniform in [lo, hi], kept away from 0 (no kinks at the origin)."""
+    def make(rng: np.random.Generator) -> np.ndarray:
+        x = rng.uniform(lo, hi, size=shape)
+        return np.where(np.abs(x) < 0.1, 0.1 + np.abs(x), x) if lo < 0 < hi else x
+    return make
+
+
+def P(*shape: int) -> Callable[[np.random.Generator], np.ndarray]:
+    return R(*shape, lo=0.5, hi=2.0)
+
+
+def U(*shape: int) -> Callable[[np.random.Generator], np.ndarray]:
+    return R(*shape, lo=-0.8, hi=0.8)
+
+
+def C(*shape: int) -> Callable[[np.random.Generator], np.ndarray]:
+    def make(rng: np.random.Generator) -> np.ndarray:
+        return rng.uniform(0.3, 1.5, size=shape) + 1j * rng.uniform(-1.0, 1.0, size=shape)
+    return make
+
+
+def case(name: str, fn: Callable[..., Any], *args: Any, order: int = 2) -> Case:
+    return Case(name, fn, args, order)
+
+
+def _setitem(m: Any, x: Any) -> Any:
+    y = x * 1.0
+    y[0] = 5.0
+    y[1:, 0] = x[0, 1:3] * 2
+    y[2] += x[1]
+    return y
+
+
+def _inplace_ops(m: Any, x: Any) -> Any:
+    y = x + 0.0
+    y *= x
+    y -= 1.0
+    y /= 2.0
+    return y
+
+
+OPS: list[Case] = [
+    # --- elementwise, one argument
+    case("negative", lambda m, x: m.negative(x), R(3, 4)),
+    case("positive", lambda m, x: m.positive(x), R(3, 4)),
+    case("abs", lambda m, x: m.abs(x), R(3, 4)),
+    case("absolute", lambda m, x: m.absolute(x), R(3, 4)),
+    case("sqrt", lambda m, x: m.sqrt(x), P(3, 4)),
+    case("cbrt", lambda m, x: m.cbrt(x), R(3, 4)),
+    case("square", lambda m, x: m.square(x), R(3, 4)),
+    case("exp", lambda m, x: m.exp(x), R(3, 4)),
+    case("exp2", lambda m, x: m.exp2(x), R(3, 4)),
+    case("expm1", lambda m, x: m.expm1(x), R(3, 4)),
+    case("log", lambda m, x: m.log(x), P(3, 4)),
+    case("log2", lambda m, x: m.log2(x), P(3, 4)),
+    case("log10", lambda m, x: m.log10(x), P(3, 4)),
+    case("log1p", lambda m, x: m.log1p(x), P(3, 4)),
+    case("sin", lambda m, x: m.sin(x), R(3, 4)),
+    case("cos", lambda m, x: m.cos(x), R(3, 4)),
+    case("tan", lambda m, x: m.tan(x), U(3, 4)),
+    case("arcsin", lambda m, x: m.arcsin(x), U(3, 4)),
+    case("arccos", lambda m, x: m.arccos(x), U(3, 4)),
+    case("arctan", lambda m, x: m.arctan(x), R(3, 4)),
+    case("sinh", lambda m, x: m.sinh(x), R(3, 4)),
+    case("cosh", lambda m, x: m.cosh(x), R(3, 4)),
+    case("tanh", lambda m, x: m.tanh(x), R(3, 4)),
+    case("arcsinh", lambda m, x: m.arcsinh(x), R(3, 4)),
+    case("arccosh", lambda m, x: m.arccosh(x), R(3, 4, lo=1.2, hi=3.0)),
+    case("arctanh", lambda m, x: m.arctanh(x), U(3, 4)),
+    case("reciprocal", lambda m, x: m.reciprocal(x), R(3, 4)),
+    case("sinc", lambda m, x: m.sinc(x), R(3, 4)),
+    case("deg2rad", lambda m, x: m.deg2rad(x), R(3, 4)),
+    case("rad2deg", lambda m, x: m.rad2deg(x), R(3, 4)),
+    case("radians", lambda m, x: m.radians(x), R(3, 4)),
+    case("degrees", lambda m, x: m.degrees(x), R(3, 4)),
+    case("real", lambda m, x: m.real(x), R(3, 4)),
+    case("imag", lambda m, x: m.imag(x) + x, R(3, 4)),
+    case("conj", lambda m, x: m.conj(x), R(3, 4)),
+    case("angle", lambda m, x: m.angle(x) + x, R(3, 4)),
+    case("sin_0d", lambda m, x: m.sin(x), R()),
+    # --- elementwise, several arguments, with broadcasting
+    case("add", lambda m, x, y: m.add(x, y), R(3, 1), R(4)),
+    case("subtract", lambda m, x, y: m.subtract(x, y), R(3, 4), R(1, 4)),
+    case("multiply", lambda m, x, y: m.multiply(x, y), R(2, 3, 1), R(3, 4)),
+    case("divide", lambda m, x, y: m.divide(x, y), R(3, 4), R(4)),
+    case("true_divide", lambda m, x, y: m.true_divide(x, y), R(3, 1), R(3, 4)),
+    case("power", lambda m, x, y: m.power(x, y), P(3, 4), R(3, 4)),
+    case("power_int", lambda m, x: m.power(x, 3), R(3, 4)),
+    case("power_scalar_base", lambda m, x: m.power(2.0, x), R(3, 4)),
+    case("arctan2", lambda m, y, x: m.arctan2(y, x), R(3, 4), R(4)),
+    case("maximum", lambda m, x, y: m.maximum(x, y), R(3, 4), R(4)),
+    case("minimum", lambda m, x, y: m.minimum(x, y), R(3, 4), R(3, 1)),
+    case("fmax", lambda m, x, y: m.fmax(x, y), R(3, 4), R(3, 4)),
+    case("fmin", lambda m, x, y: m.fmin(x, y), R(3, 4), R(3, 4)),
+    case("hypot", lambda m, x, y: m.hypot(x, y), R(3, 4), R(3, 4)),
+    case("logaddexp", lambda m, x, y: m.logaddexp(x, y), R(3, 4), R(4)),
+    case("logaddexp2", lambda m, x, y: m.logaddexp2(x, y), R(3, 4), R(4)),
+    case("mod", lambda m, x: m.mod(x, 1.7), P(3, 4)),
+    case("clip", lambda m, x: m.clip(x, -1.0, 1.0), R(3, 4)),
+    case("clip_traced_bounds", lambda m, x, lo, hi: m.clip(x, lo, hi), R(3, 4), R(4, lo=-1.5, hi=-0.5), R(4, lo=0.5, hi=1.5)),
+    case("where", lambda m, x, y: m.where(x > 0, x, y), R(3, 4), R(4)),
+    case("select", lambda m, x: m.select([x < -1, x > 1], [x * 2, m.sin(x)], x ** 2), R(3, 4)),
+    # --- operators and methods of traced values
+    case("op_arith", lambda m, x, y: (x + y) * (x - y) / (2 + y) - 3 / x + (-x) ** 2, R(3, 4), R(4)),
+    case("op_pow", lambda m, x: x ** 2 + 2 ** x + abs(x) ** 0.5, R(3, 4)),
+    case("op_matmul", lambda m, a, b: a @ b, R(3, 4), R(4, 2)),
+    case("op_inplace", _inplace_ops, R(3, 4)),
+    case("methods", lambda m, x: x.T.reshape(2, 6).sum(axis=0) * x.mean() + x.max() - x.min(axis=1).prod(), R(3, 4)),
+    case("methods_stats", lambda m, x: x.std(axis=0) + x.var(ddof=1) + x.cumsum(axis=1).ravel()[3], R(3, 4)),
+    case("iter_axis0", lambda m, x: sum(row * i for i, row in enumerate(x)), R(3, 4)),
+    # --- reductions and scans
+    case("sum", lambda m, x: m.sum(x), R(3, 4)),
+    case("sum_axis0", lambda m, x: m.sum(x, axis=0), R(3, 4)),
+    case("sum_neg_axis_keepdims", lambda m, x: m.sum(x, axis=-1, keepdims=True), R(2, 3, 4)),
+    case("sum_axes_tuple", lambda m, x: m.sum(x, axis=(0, 2)), R(2, 3, 4)),
+    case("mean", lambda m, x: m.mean(x, axis=1), R(3, 4)),
+    case("mean_keepdims", lambda m, x: m.mean(x, axis=(-1, 0), keepdims=True), R(2, 3, 4)),
+    case("prod", lambda m, x: m.prod(x, axis=0), R(3, 4)),
+    case("prod_all", lambda m, x: m.prod(x), R(2, 3)),
+    case("prod_with_zero", lambda m, x: m.prod(x * m.array([1.0, 0.0, 1.0]), axis=-1), R(2, 3)),
+    case("max", lambda m, x: m.max(x), R(3, 4)),
+    case("amax_axis", lambda m, x: m.amax(x, axis=-1), R(3, 4)),
+    case("min_keepdims", lambda m, x: m.min(x, axis=0, keepdims=True), R(3, 4)),
+    case("amin", lambda m, x: m.amin(x, axis=(0, 1)), R(2, 3, 2)),
+    case("std", lambda m, x: m.std(x, axis=0), R(3, 4)),
+    case("var_ddof", lambda m, x: m.var(x, ddof=1), R(3, 4)),
+    case("cumsum", lambda m, x: m.cumsum(x), R(3, 4)),
+    case("cumsum_axis", lambda m, x: m.cumsum(x, axis=-2), R(3, 4)),
+    case("cumprod", lambda m, x: m.cumprod(x, axis=1), R(3, 4)),
+    case("cumprod_flat", lambda m, x: m.cumprod(x), R(2, 3)),
+    case("cumprod_zero", lambda m, x: m.cumprod(x * m.array([1.0, 0.0, 1.0, 1.0]), axis=-1), R(2, 4)),
+    case("average", lambda m, x, w: m.average(x, axis=0, weights=w), R(3, 4), P(3)),
+    case("logsumexp", lambda m, x: m.log(m.sum(m.exp(x), axis=-1)) if m is np else m.logsumexp(x, axis=-1), R(3, 4)),
+    # --- shape
+    case("reshape", lambda m, x: m.reshape(x, (4, 3)), R(3, 4)),
+    case("reshape_F", lambda m, x: m.reshape(x, (2, 6), order="F"), R(3, 4)),
+    case("ravel", lambda m, x: m.ravel(x), R(3, 4)),
+    case("transpose", lambda m, x: m.transpose(x, (2, 0, 1)), R(2, 3, 4)),
+    case("moveaxis", lambda m, x: m.moveaxis(x, 0, -1), R(2, 3, 4)),
+    case("swapaxes", lambda m, x: m.swapaxes(x, 0, 2), R(2, 3, 4)),
+    case("expand_dims", lambda m, x: m.expand_dims(x, (0, -1)), R(3, 4)),
+    case("squeeze", lambda m, x: m.squeeze(x, axis=1), R(3, 1, 4)),
+    case("broadcast_to", lambda m, x: m.broadcast_to(x, (2, 3, 4)), R(3, 1)),
+    case("atleast_1d", lambda m, x: m.atleast_1d(x), R()),
+    case("atleast_2d", lambda m, x: m.atleast_2d(x), R(3)),
+    case("concatenate", lambda m, x, y: m.concatenate([x, y, x], axis=-1), R(3, 2), R(3, 4)),
+    case("concatenate_none", lambda m, x, y: m.concatenate([x, y], axis=None), R(3, 2), R(4)),
+    case("stack", lambda m, x, y: m.stack([x, y], axis=1), R(3, 4), R(3, 4)),
+    case("hstack", lambda m, x, y: m.hstack([x, y]), R(3), R(2)),
+    case("vstack", lambda m, x, y: m.vstack([x, y]), R(4), R(2, 4)),
+    case("split", lambda m, x: m.split(x, 2, axis=1)[1] * 2, R(3, 4)),
+    case("array_split", lambda m, x: m.array_split(x, 3)[2], R(7)),
+    case("tile", lambda m, x: m.tile(x, (2, 1, 3)), R(3, 2)),
+    case("repeat", lambda m, x: m.repeat(x, [1, 2, 3], axis=0), R(3, 2)),
+    case("repeat_flat", lambda m, x: m.repeat(x, 2), R(2, 2)),
+    case("flip", lambda m, x: m.flip(x, axis=-1), R(3, 4)),
+    case("flip_all", lambda m, x: m.flip(x), R(3, 4)),
+    case("roll", lambda m, x: m.roll(x, 2, axis=1), R(3, 4)),
+    case("roll_flat", lambda m, x: m.roll(x, -5), R(3, 4)),
+    case("pad", lambda m, x: m.pad(x, ((1, 0), (2, 1))), R(3, 4)),
+    case("triu", lambda m, x: m.triu(x, 1), R(4, 4)),
+    case("tril", lambda m, x: m.tril(x, -1), R(2, 3, 3)),
+    case("diag_1d", lambda m, x: m.diag(x, 1), R(3)),
+    case("diag_2d", lambda m, x: m.diag(x), R(3, 4)),
+    case("diagonal", lambda m, x: m.diagonal(x, 1, 0, 2), R(3, 2, 4)),
+    case("trace", lambda m, x: m.trace(x), R(3, 3)),
+    case("take", lambda m, x: m.take(x, [0, 2, 2], axis=1), R(3, 4)),
+    case("take_flat", lambda m, x: m.take(x, [5, 0, 11]), R(3, 4)),
+    case("take_along_axis", lambda m, x: m.take_along_axis(x, np.array([[0, 3], [1, 1], [2, 0]]), axis=1), R(3, 4)),
+    case("sort", lambda m, x: m.sort(x, axis=0), R(3, 4)),
+    case("sort_flat", lambda m, x: m.sort(x, axis=None), R(3, 4)),
+    # --- indexing
+    case("index_basic", lambda m, x: x[1:, ::-2], R(3, 4)),
+    case("index_int", lambda m, x: x[-1], R(3, 4)),
+    case("index_newaxis_ellipsis", lambda m, x: x[None, ..., 1], R(2, 3, 4)),
+    case("index_int_array_repeats", lambda m, x: x[[0, 2, 0, -1]], R(3, 4)),
+    case("index_two_arrays", lambda m, x: x[[0, 1, 1], [3, 0, 3]], R(3, 4)),
+    case("index_mixed_advanced", lambda m, x: x[[0, 1], :, [1, 2]], R(3, 2, 4)),
+    case("index_mask", lambda m, x: x[x > 0], R(3, 4)),
+    case("setitem", _setitem, R(3, 4)),
+    # --- products
+    case("dot_vv", lambda m, x, y: m.dot(x, y), R(4), R(4)),
+    case("dot_mm", lambda m, x, y: m.dot(x, y), R(3, 4), R(4, 2)),
+    case("dot_nd", lambda m, x, y: m.dot(x, y), R(2, 3, 4), R(3, 4, 2)),
+    case("dot_scalar", lambda m, x, y: m.dot(x, y), R(), R(3)),
+    case("matmul_mm", lambda m, x, y: m.matmul(x, y), R(3, 4), R(4, 2)),
+    case("matmul_vm", lambda m, x, y: m.matmul(x, y), R(4), R(4, 2)),
+    case("matmul_mv", lambda m, x, y: m.matmul(x, y), R(3, 4), R(4)),
+    case("matmul_vv", lambda m, x, y: m.matmul(x, y), R(4), R(4)),
+    case("matmul_batched", lambda m, x, y: m.matmul(x, y), R(2, 3, 4), R(4, 2)),
+    case("matmul_batched_v", lambda m, x, y: m.matmul(x, y), R(4), R(2, 4, 3)),
+    case("inner", lambda m, x, y: m.inner(x, y), R(3, 4), R(2, 4)),
+    case("outer", lambda m, x, y: m.outer(x, y), R(3), R(2, 2)),
+    case("tensordot_int", lambda m, x, y: m.tensordot(x, y, 1), R(3, 4), R(4, 2)),
+    case("tensordot_pairs", lambda m, x, y: m.tensordot(x, y, ([0, 2], [1, 0])), R(2, 3, 4), R(4, 2, 3)),
+    case("einsum_mm", lambda m, x, y: m.einsum("ij,jk->ik", x, y), R(3, 4), R(4, 2)),
+    case("einsum_trace", lambda m, x: m.einsum("ii->", x), R(3, 3)),
+    case("einsum_diag", lambda m, x: m.einsum("ii->i", x), R(3, 3)),
+    case("einsum_sum_one", lambda m, x, y: m.einsum("ij,k->ik", x, y), R(3, 4), R(2)),
+    case("einsum_ellipsis", lambda m, x, y: m.einsum("...i,...i->...", x, y), R(2, 3, 4), R(3, 4)),
+    case("einsum_implicit", lambda m, x, y: m.einsum("ij,jk", x, y), R(3, 4), R(4, 2)),
+    case("vdot", lambda m, x, y: m.vdot(x, y), R(3, 2), R(6)),
+    case("kron", lambda m, x, y: m.kron(x, y), R(2, 3), R(2, 2)),
+    case("cross", lambda m, x, y: m.cross(x, y), R(4, 3), R(3)),
+    # --- construction
+    case("array_of_traced", lambda m, x: m.array([[x[0, 0], 2.0], [x[1, 1] * x[0, 1], x[2, 3]]]), R(3, 4)),
+    case("asarray", lambda m, x: m.asarray(x) * 2, R(3, 4)),
+    case("full", lambda m, x: m.full((2, 3), x[0]), R(3)),
+    case("full_like", lambda m, x: m.full_like(x, x[1, 1]) * x, R(3, 4)),
+    case("linspace", lambda m, x: m.linspace(x[0], x[1], 5), R(2)),
+    case("astype", lambda m, x: m.real(x.astype(np.complex128) * (1 + 2j)) * x.astype(np.float64), R(3, 4)),
+    # --- complex inputs (JAX's convention)
+    case("complex_mul_abs", lambda m, z: m.abs(z * z + 1j), C(3)),
+    case("complex_sin_real", lambda m, z: m.real(m.sin(z)) + m.imag(z ** 2), C(3)),
+    case("complex_conj_angle", lambda m, z: m.angle(z) * m.real(m.conj(z) * z), C(2, 2)),
+    case("complex_exp_log", lambda m, z: m.exp(z) / m.log(z), C(3)),
+]
+
+EMPTY: list[Case] = [
+    case("sum_empty", lambda m, x: m.sum(x, axis=0), R(0, 3)),
+    case("mul_empty", lambda m, x, y: x * y, R(0, 3), R(3)),
+    case("matmul_empty", lambda m, x, y: x @ y, R(2, 0), R(0, 3)),
+    case("concatenate_empty", lambda m, x, y: m.concatenate([x, y]), R(0, 2), R(3, 2)),
+    case("mean_empty_axis", lambda m, x: m.mean(x, axis=1), R(3, 0, 2)),
+    case("index_empty", lambda m, x: x[[]], R(3, 2)),
+]
