@@ -115,10 +115,22 @@ def _apply(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
             parents.append(a._node)
             makers.append(table.get(i) or prim.vjp_maker(i))
     ans = prim.wrapped(*raw, **kwargs) if nested else prim.fun(*raw, **kwargs)
+    if tape.boxed:
+        return _record_boxed(prim, tape, ans, args, kwargs, parents, makers)
     node = Node(next_index(), ans.shape, ans.dtype, prim, tuple(parents),
                 tuple([m(ans, *raw, **kwargs) for m in makers]))
     tape._append(node)
     return Traced(ans, tape, node)
+
+
+def _record_boxed(prim: Primitive, tape: Any, ans: Any, args: tuple[Any, ...],
+                  kwargs: dict[str, Any], parents: list[Node], makers: list[Any]) -> Traced:
+    """Record on a tape that keeps traced residuals (see ``GraphTape``)."""
+    out = Traced(ans, tape, None)
+    out._node = Node(next_index(), ans.shape, ans.dtype, prim, tuple(parents),
+                     tuple([m(out, *args, **kwargs) for m in makers]))
+    tape._append(out._node)
+    return out
 
 
 def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
@@ -150,6 +162,11 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
     else:
         ans = prim.fun(x, y, **kwargs)
     table = prim.vjps
+    if tape.boxed:
+        parent_list = ([a._node] if ta else []) + ([b._node] if tb else [])
+        makers = ([table.get(0) or prim.vjp_maker(0)] if ta else []) + (
+            [table.get(1) or prim.vjp_maker(1)] if tb else [])
+        return _record_boxed(prim, tape, ans, (a, b), kwargs, parent_list, makers)
     if ta and tb:
         parents: tuple[Node, ...] = (a._node, b._node)
         vjps = ((table.get(0) or prim.vjp_maker(0))(ans, x, y, **kwargs),
@@ -172,6 +189,9 @@ def _apply1(prim: Primitive, a: Traced, kwargs: dict[str, Any]) -> Any:
         return prim.wrapped(_unbox_stale(a), **kwargs)
     x = a._value
     ans = prim.wrapped(x, **kwargs) if type(x) is Traced else prim.fun(x, **kwargs)
+    if tape.boxed:
+        return _record_boxed(prim, tape, ans, (a,), kwargs, [a._node],
+                             [prim.vjps.get(0) or prim.vjp_maker(0)])
     node = Node(next_index(), ans.shape, ans.dtype, prim, (a._node,),
                 ((prim.vjps.get(0) or prim.vjp_maker(0))(ans, x, **kwargs),))
     tape._append(node)

@@ -93,6 +93,8 @@ class Tape:
         persistent: allow :meth:`gradient` to be called more than once.
     """
 
+    boxed = False  # residuals are kept unboxed (plain, or traced on lower tapes)
+
     def __init__(self, persistent: bool = False) -> None:
         self.persistent = persistent
         self.entries: list[Node] = []
@@ -225,6 +227,48 @@ class Tape:
     def __repr__(self) -> str:
         state = "recording" if self.active else "closed"
         return f"<tapegrad.Tape level={self.level} {state}, {len(self)} entries>"
+
+
+class _Switch(threading.local):
+    def __init__(self) -> None:
+        self.enabled = True
+
+
+class GraphTape:
+    """A tape whose graph is owned by its values (the torch facade's).
+
+    It sits at level 0, below every functional tape, and records while its
+    per-thread switch is on (grad mode). It keeps no list: each node holds
+    its parents, so a graph lives exactly as long as the values that reach
+    it, and replays walk it with :func:`reachable`. Its residuals are kept
+    *traced* (``boxed``): a replay with recording switched on is itself
+    recorded, which is how ``create_graph=True`` differentiates a backward
+    pass; with recording off, traced residuals read as plain values.
+    """
+
+    boxed = True
+    level = 0
+
+    def __init__(self) -> None:
+        self._switch = _Switch()
+
+    @property
+    def active(self) -> bool:
+        return self._switch.enabled
+
+    @active.setter
+    def active(self, on: bool) -> None:
+        self._switch.enabled = on
+
+    def _append(self, node: Node) -> None:
+        pass
+
+    def watch(self, x: Any) -> Traced:
+        """A new leaf for ``x`` (an array) on this tape."""
+        return Traced(x, self, Node(next_index(), x.shape, x.dtype))
+
+    def __repr__(self) -> str:
+        return f"<tapegrad.GraphTape {'recording' if self.active else 'paused'}>"
 
 
 def _describe(n: Node) -> str:

@@ -200,3 +200,35 @@ def test_node_repr_and_missing_rule() -> None:
     assert "double" in repr(y._node) and isinstance(y._node, Node)
     with pytest.raises(NotImplementedError, match="VJP of `double` with respect to argument 0"):
         tape.gradient(y, x)
+
+
+def test_graph_tape_owns_its_graph_and_differentiates_its_backward() -> None:
+    """The facade's tape: level 0, no list, traced residuals, so a replay with
+    recording on is itself recorded (create_graph) and one with it off is plain."""
+    import gc
+    import weakref
+
+    from tapegrad.tape import GraphTape
+
+    gt = GraphTape()
+    x = gt.watch(np.array([0.5, 1.0]))
+    y = mul(sin(x), x)  # x sin x
+    assert type(y) is Traced and y._tape is gt and not hasattr(gt, "entries")
+
+    gt.active = True  # create_graph: record the backward pass itself
+    ct = backprop(reachable([y._node]), {y._node.index: np.ones(2)}, retain=True)
+    dy = ct[x._node.index]  # cos(x) x + sin(x), traced on gt
+    assert type(dy) is Traced and dy._tape is gt
+    ct2 = backprop(reachable([dy._node]), {dy._node.index: np.ones(2)}, retain=True)
+    xv = value(x)
+    np.testing.assert_allclose(value(ct2[x._node.index]), 2 * np.cos(xv) - xv * np.sin(xv))
+
+    gt.active = False  # plain replay: traced residuals read as values
+    ct3 = backprop(reachable([y._node]), {y._node.index: np.ones(2)}, retain=False)
+    assert type(ct3[x._node.index]) is np.ndarray
+    gt.active = True
+
+    ref = weakref.ref(y._node)
+    del y, dy, ct, ct2
+    gc.collect()
+    assert ref() is None  # the graph went with the values that owned it
