@@ -12,6 +12,11 @@ from tapegrad.tape import Tape
 from tapegrad.tracer import Traced
 
 
+def tree_map_leaves(f: Callable[[Any], Any], tree: Any) -> Any:
+    leaves, tdef = tree_flatten(tree)
+    return tree_unflatten(tdef, [f(x) for x in leaves])
+
+
 def fun_name(f: Callable[..., Any]) -> str:
     return getattr(f, "__name__", None) or type(f).__name__
 
@@ -30,9 +35,22 @@ def norm_argnums(argnums: int | tuple[int, ...], nargs: int, who: str) -> tuple[
     return tuple(int(a) % nargs for a in nums)
 
 
+def unwrap(x: Any) -> Any:
+    """The array inside an array wrapper (a type with ``__tapegrad_value__``,
+    such as the facade's Tensor); anything else as it is."""
+    get = getattr(type(x), "__tapegrad_value__", None)
+    return get(x) if get is not None else x
+
+
+def rewrap(like: Any, v: Any) -> Any:
+    """``v`` wrapped in the type of ``like`` when ``like`` is an array wrapper."""
+    box = getattr(type(like), "__tapegrad_box__", None)
+    return box(v, like) if box is not None else v
+
+
 def check_inexact(tree: Any, who: str, argnum: int, allow_complex: bool = True) -> None:
     for leaf in tree_flatten(tree)[0]:
-        v = leaf
+        v = unwrap(leaf)
         while type(v) is Traced:
             v = v._value
         dtype = getattr(v, "dtype", None)
@@ -59,10 +77,11 @@ class Traced_call:
             self.inputs = []
             for i in argnums:
                 leaves, tdef = tree_flatten(args_l[i])
-                watched = [tape._watch_leaf(x) for x in leaves]
+                watched = [tape._watch_leaf(unwrap(x)) for x in leaves]
                 self.inputs.append((i, tdef, [t._node for t in watched], leaves))
-                args_l[i] = tree_unflatten(tdef, watched)
-            self.out = f(*args_l, **kwargs)
+                args_l[i] = tree_unflatten(tdef, [rewrap(x, t) for x, t in zip(leaves, watched)])
+            self.wrapped_out = f(*args_l, **kwargs)
+            self.out = tree_map_leaves(unwrap, self.wrapped_out)
         self.tape = tape
 
     def here(self, x: Any) -> Any:
@@ -73,6 +92,14 @@ class Traced_call:
             while type(x) is Traced and not x._tape.active:
                 x = x._value
         return x
+
+    def out_value(self, out: Any) -> Any:
+        """The output pytree ``out`` as seen from outside, in its own wrapper types."""
+        leaves, tdef = tree_flatten(out)
+        wrapped = tree_flatten(self.wrapped_out)[0]
+        if len(wrapped) != len(leaves):  # has_aux: out is the first of a pair
+            wrapped = tree_flatten(self.wrapped_out[0])[0]
+        return tree_unflatten(tdef, [rewrap(w, self.here(x)) for w, x in zip(wrapped, leaves)])
 
     def node_of(self, x: Any) -> Any:
         return x._node if type(x) is Traced and x._tape is self.tape else None
@@ -87,8 +114,8 @@ class Traced_call:
             gs = []
             for node, p in zip(nodes, primals):
                 i = node.index
-                g = ct[i] if i in ct else zeros_for(node, p, batch)
-                gs.append(finish(g, p))
+                g = ct[i] if i in ct else zeros_for(node, unwrap(p), batch)
+                gs.append(rewrap(p, finish(g, p)))
             results.append(tree_unflatten(tdef, gs))
         return results
 

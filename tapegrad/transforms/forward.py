@@ -51,7 +51,7 @@ def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ..
                 raise TypeError(f"{who}: tangent {k} has dtype {db}, but its primal has dtype {da}")
     call = Traced_call(f, tuple(primals), {}, tuple(range(len(primals))), persistent=True, who=who)
     out_leaves, out_def = tree_flatten(call.out)
-    out_val = tree_unflatten(out_def, [call.here(x) for x in out_leaves])
+    out_val = call.out_value(call.out)
     tangent_leaves = [t for tan in tangents for t in tree_flatten(tan)[0]]
     with Tape() as lin:
         us, seeds = [], {}

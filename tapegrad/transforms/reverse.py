@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
+from tapegrad.pytree import tree_flatten, tree_map
 from tapegrad.tape import add_seed, ones_seed
 from tapegrad.tracer import Traced, value
 from tapegrad.transforms._util import Traced_call, fun_name, norm_argnums
@@ -53,7 +53,7 @@ def value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
             seeds[node.index] = ones_seed(out._value)
         grads = call.backward(seeds, retain=False)
         g = tuple(grads) if isinstance(argnums, (tuple, list)) else grads[0]
-        val = call.here(out)
+        val = call.out_value(out)
         return ((val, aux), g) if has_aux else (val, g)
 
     value_and_grad_f.__name__ = f"value_and_grad({name})"
@@ -165,7 +165,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     out, aux = _split_aux(call.out, has_aux, who)
     leaves, out_def = tree_flatten(out)
     fn = VJPFunction(call, out_def, leaves, name)
-    out_val = tree_unflatten(out_def, [call.here(x) for x in leaves])
+    out_val = call.out_value(out)
     return (out_val, fn, aux) if has_aux else (out_val, fn)
 
 
