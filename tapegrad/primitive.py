@@ -36,6 +36,14 @@ class Primitive:
     def __repr__(self) -> str:
         return f"<tapegrad primitive {self.name}>"
 
+    def jvp_maker(self, argnum: int) -> VjpMaker | None:
+        """The JVP rule maker for ``argnum``, or None (forward mode then
+        transposes the VJP rule)."""
+        maker = self.jvps.get(argnum)
+        if maker is None and self.jvp_argnum is not None:
+            return functools.partial(self.jvp_argnum, argnum)
+        return maker
+
     def vjp_maker(self, argnum: int) -> VjpMaker:
         if argnum in self.vjps:
             maker = self.vjps[argnum]
@@ -115,21 +123,47 @@ def _apply(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
             parents.append(a._node)
             makers.append(table.get(i) or prim.vjp_maker(i))
     ans = prim.wrapped(*raw, **kwargs) if nested else prim.fun(*raw, **kwargs)
-    if tape.boxed:
-        return _record_boxed(prim, tape, ans, args, kwargs, parents, makers)
+    if tape.record is not None:
+        return tape.record(prim, ans, args, raw, kwargs,
+                           [i for i, a in enumerate(args) if type(a) is Traced and a._tape is tape])
     node = Node(next_index(), ans.shape, ans.dtype, prim, tuple(parents),
                 tuple([m(ans, *raw, **kwargs) for m in makers]))
     tape._append(node)
     return Traced(ans, tape, node)
 
 
-def _record_boxed(prim: Primitive, tape: Any, ans: Any, args: tuple[Any, ...],
-                  kwargs: dict[str, Any], parents: list[Node], makers: list[Any]) -> Traced:
-    """Record on a tape that keeps traced residuals (see ``GraphTape``)."""
+def record(tape: Any, prim: Primitive, ans: Any, args: Sequence[Any], raw: Sequence[Any],
+           kwargs: dict[str, Any], argnums: Sequence[int]) -> Traced:
+    """Record ``prim`` (already evaluated to ``ans``) on ``tape``, the traced
+    arguments being ``args[i]`` for ``i in argnums``. For code that builds
+    entries itself (custom rules, checkpoint); ops go through ``_apply``."""
+    if tape.record is not None:
+        return tape.record(prim, ans, args, raw, kwargs, argnums)
+    node = Node(next_index(), ans.shape, ans.dtype, prim, tuple([args[i]._node for i in argnums]),
+                tuple([prim.vjp_maker(i)(ans, *raw, **kwargs) for i in argnums]))
+    tape._append(node)
+    return Traced(ans, tape, node)
+
+
+def top_tape(args: Sequence[Any]) -> Any:
+    """The highest active tape among the traced values in ``args`` (or None)."""
+    tape = None
+    for a in args:
+        if type(a) is Traced:
+            t = a._tape
+            if t.active and (tape is None or t.level > tape.level):
+                tape = t
+    return tape
+
+
+def record_boxed(tape: Any, prim: Primitive, ans: Any, args: Sequence[Any], raw: Sequence[Any],
+                 kwargs: dict[str, Any], argnums: Sequence[int]) -> Traced:
+    """Record an entry whose rules close over the *traced* arguments and
+    output rather than their values (see ``GraphTape``)."""
     out = Traced(ans, tape, None)
-    out._node = Node(next_index(), ans.shape, ans.dtype, prim, tuple(parents),
-                     tuple([m(out, *args, **kwargs) for m in makers]))
-    tape._append(out._node)
+    out._node = Node(next_index(), ans.shape, ans.dtype, prim,
+                     tuple([args[i]._node for i in argnums]),
+                     tuple([prim.vjp_maker(i)(out, *args, **kwargs) for i in argnums]))
     return out
 
 
@@ -161,12 +195,9 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
         ans = prim.wrapped(x, y, **kwargs)
     else:
         ans = prim.fun(x, y, **kwargs)
+    if tape.record is not None:
+        return tape.record(prim, ans, (a, b), (x, y), kwargs, (0, 1) if ta and tb else ((0,) if ta else (1,)))
     table = prim.vjps
-    if tape.boxed:
-        parent_list = ([a._node] if ta else []) + ([b._node] if tb else [])
-        makers = ([table.get(0) or prim.vjp_maker(0)] if ta else []) + (
-            [table.get(1) or prim.vjp_maker(1)] if tb else [])
-        return _record_boxed(prim, tape, ans, (a, b), kwargs, parent_list, makers)
     if ta and tb:
         parents: tuple[Node, ...] = (a._node, b._node)
         vjps = ((table.get(0) or prim.vjp_maker(0))(ans, x, y, **kwargs),
@@ -189,9 +220,8 @@ def _apply1(prim: Primitive, a: Traced, kwargs: dict[str, Any]) -> Any:
         return prim.wrapped(_unbox_stale(a), **kwargs)
     x = a._value
     ans = prim.wrapped(x, **kwargs) if type(x) is Traced else prim.fun(x, **kwargs)
-    if tape.boxed:
-        return _record_boxed(prim, tape, ans, (a,), kwargs, [a._node],
-                             [prim.vjps.get(0) or prim.vjp_maker(0)])
+    if tape.record is not None:
+        return tape.record(prim, ans, (a,), (x,), kwargs, (0,))
     node = Node(next_index(), ans.shape, ans.dtype, prim, (a._node,),
                 ((prim.vjps.get(0) or prim.vjp_maker(0))(ans, x, **kwargs),))
     tape._append(node)
@@ -241,6 +271,11 @@ def defjvp(prim_fn: Callable[..., Any], *makers: VjpMaker | None, argnums: Any =
     prim = _lookup(prim_fn)
     for i, m in zip(argnums if argnums is not None else range(len(makers)), makers):
         prim.jvps[i] = m
+
+
+def defjvp_argnum(prim_fn: Callable[..., Any], maker: Callable[..., Any]) -> None:
+    """Define all JVPs of a primitive with one ``(argnum, ans, *args, **kw)`` maker."""
+    _lookup(prim_fn).jvp_argnum = maker
 
 
 def nondifferentiable(fun: Callable[..., Any]) -> Callable[..., Any]:

@@ -30,44 +30,46 @@ def _is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
+def _walk(x: Any, leaves: list[Any]) -> TreeDef:
+    # a module-level recursion: a self-referencing closure would make a
+    # reference cycle holding the leaves (and their tapes) until the GC ran
+    if x is None:
+        return _NONE
+    t = type(x)
+    if t is tuple or t is list:
+        return TreeDef(t, None, tuple([_walk(c, leaves) for c in x]))
+    if t is dict:
+        keys = sorted(x)
+        return TreeDef(dict, tuple(keys), tuple([_walk(x[k], leaves) for k in keys]))
+    if _is_namedtuple(x):
+        return TreeDef(tuple, t, tuple([_walk(c, leaves) for c in x]))
+    leaves.append(x)
+    return _LEAF
+
+
 def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
     """Return ``(leaves, treedef)`` for a pytree."""
     leaves: list[Any] = []
+    treedef = _walk(tree, leaves)
+    return leaves, treedef
 
-    def walk(x: Any) -> TreeDef:
-        if x is None:
-            return _NONE
-        t = type(x)
-        if t is tuple or t is list:
-            return TreeDef(t, None, tuple(walk(c) for c in x))
-        if t is dict:
-            keys = sorted(x)
-            return TreeDef(dict, tuple(keys), tuple(walk(x[k]) for k in keys))
-        if _is_namedtuple(x):
-            return TreeDef(tuple, t, tuple(walk(c) for c in x))
-        leaves.append(x)
-        return _LEAF
 
-    return leaves, walk(tree)
+def _build(d: TreeDef, it: Iterator[Any]) -> Any:
+    if d.kind is None:
+        return next(it)
+    if d.kind is type(None):
+        return None
+    kids = [_build(c, it) for c in d.children]
+    if d.kind is dict:
+        return dict(zip(d.meta, kids))
+    if d.meta is not None:  # namedtuple
+        return d.meta(*kids)
+    return d.kind(kids)
 
 
 def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
     """Rebuild the pytree described by ``treedef`` from ``leaves``."""
-    it = iter(leaves)
-
-    def build(d: TreeDef) -> Any:
-        if d.kind is None:
-            return next(it)
-        if d.kind is type(None):
-            return None
-        kids = [build(c) for c in d.children]
-        if d.kind is dict:
-            return dict(zip(d.meta, kids))
-        if d.meta is not None:  # namedtuple
-            return d.meta(*kids)
-        return d.kind(kids)
-
-    return build(treedef)
+    return _build(treedef, iter(leaves))
 
 
 def tree_map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:

@@ -93,12 +93,16 @@ class Tape:
         persistent: allow :meth:`gradient` to be called more than once.
     """
 
-    boxed = False  # residuals are kept unboxed (plain, or traced on lower tapes)
+    # How an op on this tape's values is recorded: None is the plain Wengert
+    # entry (residuals unboxed: plain, or traced on lower tapes); special
+    # tapes (the graph tape, forward traces) give a function instead.
+    record: Any = None
 
     def __init__(self, persistent: bool = False) -> None:
         self.persistent = persistent
         self.entries: list[Node] = []
         self.leaves: list[Node] = []
+        self._outer: dict[int, int] = {}  # leaf index -> level of the outer tape it watches
         self.active = False
         self.level = -1
         self._used = False
@@ -145,6 +149,8 @@ class Tape:
             )
         node = Node(next_index(), x.shape, x.dtype)
         self.leaves.append(node)
+        if type(x) is Traced:  # watching a value of an outer tape (nesting)
+            self._outer[node.index] = x._tape.level
         return Traced(x, self, node)
 
     # --- replay -------------------------------------------------------------
@@ -210,18 +216,49 @@ class Tape:
     def __iter__(self) -> Iterator[Node]:
         return iter(self.entries)
 
-    def __str__(self) -> str:
-        """The Wengert list, numbered from %0 on this tape: watched inputs first
-        (as a comment line), then one line per entry."""
+    def _names(self) -> dict[int, str]:
         names: dict[int, str] = {}
         for n in self.leaves + self.entries:
             names[n.index] = f"%{len(names)}"
+        return names
+
+    def _input_label(self, n: Node, names: dict[int, str]) -> str:
+        outer = self._outer.get(n.index)
+        where = f" (traced on level {outer})" if outer is not None else ""
+        return f"{names[n.index]} {_describe(n)}{where}"
+
+    def __str__(self) -> str:
+        """The Wengert list, numbered from %0 on this tape: watched inputs first
+        (as a comment line, noting inputs that are values of an outer tape),
+        then one line per entry."""
+        names = self._names()
         lines = []
+        if self.level > 1 or self._outer:
+            lines.append(f"# tape at level {self.level}")
         if self.leaves:
-            lines.append("# inputs: " + ", ".join(f"{names[n.index]} {_describe(n)}" for n in self.leaves))
+            lines.append("# inputs: " + ", ".join(self._input_label(n, names) for n in self.leaves))
         for e in self.entries:
             args = ", ".join(names.get(p.index, f"%?{p.index}") for p in e.parents)
             lines.append(f"{names[e.index]} = {e.primitive}({args})    # {_describe(e)}")
+        return "\n".join(lines)
+
+    def to_dot(self) -> str:
+        """The tape as a Graphviz digraph: inputs and entries as nodes (labelled
+        with their primitive, shape and dtype), data flow as edges."""
+        names = self._names()
+        lines = [
+            "digraph tape {",
+            "  rankdir=TB;",
+            '  node [shape=box, fontname="monospace", fontsize=10];',
+        ]
+        for n in self.leaves:
+            label = self._input_label(n, names).replace(" (", "\\n(", 1)
+            lines.append(f'  n{n.index} [label="{label}", shape=ellipse];')
+        for e in self.entries:
+            lines.append(f'  n{e.index} [label="{names[e.index]} = {e.primitive}\\n{_describe(e)}"];')
+            for p in e.parents:
+                lines.append(f"  n{p.index} -> n{e.index};")
+        lines.append("}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -246,11 +283,15 @@ class GraphTape:
     pass; with recording off, traced residuals read as plain values.
     """
 
-    boxed = True
     level = 0
 
     def __init__(self) -> None:
         self._switch = _Switch()
+
+    def record(self, prim: Any, ans: Any, args: Any, raw: Any, kwargs: Any, argnums: Any) -> Traced:
+        from tapegrad.primitive import record_boxed
+
+        return record_boxed(self, prim, ans, args, raw, kwargs, argnums)
 
     @property
     def active(self) -> bool:

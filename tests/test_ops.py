@@ -115,3 +115,28 @@ def test_float32_stays_float32(case: Case) -> None:
     for a, g, h in zip(args32, g32, g64):
         assert g.dtype == a.dtype, f"gradient dtype {g.dtype} for a {a.dtype} input"
         np.testing.assert_allclose(g, h, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("case", OPS, ids=lambda c: c.name)
+def test_forward_mode_by_transposing_the_vjp(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With every JVP rule switched off, forward mode transposes the VJP rules:
+    the fallback path, checked for every op, first and second order."""
+    from tapegrad.primitive import Primitive
+
+    monkeypatch.setattr(Primitive, "jvp_maker", lambda self, argnum: None)
+    tg.check_grads(_fn(case, tnp), _args(case), modes=("fwd",), order=case.order)
+
+
+@pytest.mark.parametrize("case", OPS, ids=lambda c: c.name)
+def test_batched_tangents(case: Case) -> None:
+    """jacfwd (one pass, a batch of basis tangents) equals jacrev (one replay,
+    a batch of basis cotangents), for every op."""
+    f = _fn(case, tnp)
+    args = _args(case)
+    if any(np.iscomplexobj(a) for a in args):
+        pytest.skip("Jacobians of complex inputs need holomorphic functions")
+    nums = tuple(range(len(args)))
+    jf = tg.jacfwd(f, argnums=nums)(*args)
+    jr = tg.jacrev(f, argnums=nums)(*args)
+    for a, b in zip(tg.tree_flatten(jf)[0], tg.tree_flatten(jr)[0]):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)

@@ -15,6 +15,7 @@ import numpy as _np
 from tapegrad.numpy import derived as _d
 from tapegrad.numpy import methods as _methods
 from tapegrad.numpy import vjps as _vjps  # noqa: F401  (installs the rules)
+from tapegrad.numpy import jvps as _jvps  # noqa: F401  (installs the forward rules)
 from tapegrad.numpy import wrap as _w
 from tapegrad.numpy.derived import (
     angle,

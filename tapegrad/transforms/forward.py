@@ -1,82 +1,253 @@
-"""Forward mode: jvp.
+"""Forward mode: a tape whose traced values carry tangents; jvp and jacfwd.
 
-The VJP of every primitive is linear in its cotangent, so the backward pass,
-recorded on a second tape with the output cotangent as its input, is the
-linear map ``u -> J^T u``; replaying *that* tape in reverse with the tangent
-as seed gives ``J t``. Every primitive with a VJP rule works in forward mode
-this way, user primitives included.
+A ``ForwardTape`` is a level like any tape, but an op on its values is not
+logged: it pushes tangents through the primitive's JVP rule at once. A
+primitive with no JVP rule still works: its VJP rule is linear in the
+cotangent, so the trace records that rule on a scratch tape and replays it
+in reverse with the tangent as seed (the transpose of the transpose). Every
+tangent may carry leading batch axes: ``jacfwd`` pushes a whole basis in
+one pass.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
+from tapegrad.backend import array_module
+from tapegrad.primitive import broadcast_to, cast_to, sum_to
 from tapegrad.pytree import tree_flatten, tree_unflatten
-from tapegrad.tape import Tape, zeros_for
+from tapegrad.tape import Tape
 from tapegrad.tracer import Traced, value
-from tapegrad.transforms._util import Traced_call, finish, fun_name
+from tapegrad.transforms._util import (
+    check_inexact, finish, fun_name, norm_argnums, rewrap, tree_map_leaves, unwrap,
+)
 
 
-def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
-    """Evaluate ``f(*primals)`` and the Jacobian-vector product along ``tangents``.
+class ForwardTape(Tape):
+    """A forward-mode trace. For its traced values the node slot holds the tangent.
 
-    Returns ``(out, tangent_out)``; ``primals`` and ``tangents`` are tuples of
-    the same structure, shapes and dtypes.
-
-    Example:
-        >>> tg.jvp(tnp.sin, (np.array([0.0, 1.0]),), (np.ones(2),))
-        (array([0.        , 0.84147098]), array([1.        , 0.54030231]))
+    ``batch`` is the shape of the leading batch axes every tangent carries.
     """
-    name = fun_name(f)
-    who = f"jvp({name})"
+
+    def __init__(self, batch: tuple[int, ...] = ()) -> None:
+        super().__init__()
+        self.batch = batch
+
+    def watch_with(self, x: Any, tangent: Any) -> Traced:
+        """``x`` traced on this tape with the given tangent."""
+        return Traced(x, self, tangent)
+
+    def record(self, prim: Any, ans: Any, args: Any, raw: Any, kwargs: Any, argnums: Any) -> Traced:  # type: ignore[override]
+        """Push the tangents of ``args`` through ``prim`` (instead of logging an entry)."""
+        batch = self.batch
+        target = batch + tuple(np.shape(value(ans)))
+        out = None
+        for i in argnums:
+            maker = prim.jvp_maker(i)
+            jvp = maker(ans, *raw, **kwargs) if maker is not None else _transposed(prim, i, ans, raw, kwargs)
+            c = jvp(args[i]._node)
+            if c.shape != target:
+                c = _broadcast_tangent(c, len(batch), target)
+            out = c if out is None else out + c
+        dtype = value(ans).dtype
+        if out.dtype != dtype:
+            out = cast_to(out, dtype)
+        return Traced(ans, self, out)
+
+
+def _broadcast_tangent(c: Any, nb: int, target: tuple[int, ...]) -> Any:
+    """A tangent ``batch + s`` (``s`` broadcasting to the output) made ``target``."""
+    inner = c.shape[nb:]
+    pad = len(target) - nb - len(inner)
+    if pad:
+        c = c.reshape(c.shape[:nb] + (1,) * pad + inner)
+    return broadcast_to(c, target)
+
+
+def _transposed(prim: Any, i: int, ans: Any, raw: Any, kwargs: Any) -> Callable[[Any], Any]:
+    """The JVP of ``prim`` in argument ``i``, as the transpose of its VJP rule."""
+    vjp = prim.vjp_maker(i)(ans, *raw, **kwargs)
+    x = raw[i]
+    xshape, xdtype = tuple(np.shape(value(x))), np.result_type(value(x))
+    aval = value(ans)
+
+    def jvp(t: Any) -> Any:
+        nb = t.ndim - len(xshape)
+        batch = t.shape[:nb]
+        with Tape() as lin:
+            g = lin._watch_leaf(array_module(aval).zeros(batch + aval.shape, dtype=aval.dtype))
+            c = vjp(g)
+            if c.shape != batch + xshape:
+                c = sum_to(c, xshape, nb)
+            if c.dtype != xdtype:
+                c = cast_to(c, xdtype)
+        if type(c) is not Traced or c._tape is not lin:  # the rule ignores g: a zero map
+            return array_module(aval).zeros(batch + aval.shape, dtype=aval.dtype)
+        return lin.gradient(c, g, output_gradients=t)
+
+    return jvp
+
+
+def _check_tangents(who: str, primals: Any, tangents: Any) -> list[list[Any]]:
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError(f"{who}: primals and tangents must be tuples")
     if len(primals) != len(tangents):
         raise TypeError(f"{who}: got {len(primals)} primals but {len(tangents)} tangents")
+    out = []
     for k, (p, t) in enumerate(zip(primals, tangents)):
         pl, pd = tree_flatten(p)
         tl, td = tree_flatten(t)
         if pd != td:
             raise TypeError(f"{who}: tangent {k} has structure {td}, but its primal has {pd}")
+        leaves = []
         for a, b in zip(pl, tl):
-            sa, sb = np.shape(value(a)), np.shape(value(b))
+            av, bv = value(unwrap(a)), value(unwrap(b))
+            sa, sb = np.shape(av), np.shape(bv)
             if sa != sb:
-                raise ValueError(f"{who}: tangent {k} has shape {sb}, but its primal has shape {sa}")
-            da = np.result_type(value(a))
-            db = np.result_type(value(b))
-            if da != db and not (da.kind == db.kind == "f"):
-                raise TypeError(f"{who}: tangent {k} has dtype {db}, but its primal has dtype {da}")
-    call = Traced_call(f, tuple(primals), {}, tuple(range(len(primals))), persistent=True, who=who)
-    out_leaves, out_def = tree_flatten(call.out)
-    out_val = call.out_value(call.out)
-    tangent_leaves = [t for tan in tangents for t in tree_flatten(tan)[0]]
-    with Tape() as lin:
-        us, seeds = [], {}
-        for x in out_leaves:
-            node = call.node_of(x)
-            if node is None:
-                us.append(None)
-                continue
-            u = lin._watch_leaf(zeros_for(node, x._value))
-            us.append(u)
-            seeds[node.index] = seeds[node.index] + u if node.index in seeds else u
-        cts = call.backward(seeds, retain=True)
-    ct_leaves = [c for tree in cts for c in tree_flatten(tree)[0]]
-    lin_seeds: dict[int, Any] = {}
-    for c, t in zip(ct_leaves, tangent_leaves):
-        if type(c) is Traced and c._tape is lin:
-            i = c._node.index
-            lin_seeds[i] = lin_seeds[i] + t if i in lin_seeds else t
-    tan_out = lin.backprop(lin_seeds, [u for u in us if u is not None], retain=False)
-    it = iter(tan_out)
-    res = []
-    for x, u in zip(out_leaves, us):
-        v = value(x)
-        if u is None:
-            res.append(np.zeros(np.shape(v), dtype=np.result_type(v)))
-        else:
-            res.append(finish(next(it), v))
-    return out_val, tree_unflatten(out_def, res)
+                raise ValueError(
+                    f"{who}: tangent {k} has shape {sb}, but its primal has shape {sa}")
+            da, db = np.result_type(av), np.result_type(bv)
+            if da.kind != db.kind and not (db.kind in "iu" and da.kind in "fc"):
+                raise TypeError(
+                    f"{who}: tangent {k} has dtype {db}, but its primal has dtype {da}")
+            bt = unwrap(b)
+            same = type(bt) is Traced or (hasattr(bt, "ndim") and np.result_type(bt) == da)
+            leaves.append(bt if same else _as_dtype(bt, da))
+        out.append(leaves)
+    return out
+
+
+def _as_array(x: Any) -> Any:
+    return x if type(x) is Traced or hasattr(x, "dtype") else np.asarray(x)
+
+
+def _as_dtype(t: Any, dtype: Any) -> Any:
+    if type(t) is Traced:
+        return cast_to(t, dtype)
+    return array_module(t).asarray(t, dtype=dtype)
+
+
+def _trace_forward(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                   argnums: tuple[int, ...], tangents: list[list[Any]], batch: tuple[int, ...],
+                   who: str) -> tuple[ForwardTape, Any, Any]:
+    for i in argnums:
+        check_inexact(args[i], who, i)
+    args_l = list(args)
+    with ForwardTape(batch) as ftape:
+        for i, ts in zip(argnums, tangents):
+            leaves, tdef = tree_flatten(args_l[i])
+            traced = [ftape.watch_with(_as_array(unwrap(x)), t) for x, t in zip(leaves, ts)]
+            args_l[i] = tree_unflatten(tdef, [rewrap(x, t) for x, t in zip(leaves, traced)])
+        wrapped_out = f(*args_l, **kwargs)
+    return ftape, wrapped_out, tree_map_leaves(unwrap, wrapped_out)
+
+
+def _primal_and_tangent(ftape: ForwardTape, x: Any, like: Any) -> tuple[Any, Any]:
+    if type(x) is Traced and x._tape is ftape:
+        return rewrap(like, x._value), rewrap(like, finish(x._node, x._value))
+    while type(x) is Traced and not x._tape.active:
+        x = x._value
+    v = value(x)
+    zeros = array_module(v).zeros(ftape.batch + np.shape(v), dtype=np.result_type(v))
+    return rewrap(like, x), rewrap(like, zeros)
+
+
+def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+    """Evaluate ``f(*primals)`` and its Jacobian-vector product along ``tangents``.
+
+    Returns ``(out, tangent_out)``; ``primals`` and ``tangents`` are tuples
+    of pytrees with the same structure, shapes and dtypes.
+
+    Example:
+        >>> tg.jvp(tnp.sin, (np.array([0.0, 1.0]),), (np.ones(2),))
+        (array([0.        , 0.84147098]), array([1.        , 0.54030231]))
+    """
+    who = f"jvp({fun_name(f)})"
+    ts = _check_tangents(who, primals, tangents)
+    ftape, wrapped, out = _trace_forward(f, tuple(primals), {}, tuple(range(len(primals))), ts, (), who)
+    leaves, tdef = tree_flatten(out)
+    like = tree_flatten(wrapped)[0]
+    pairs = [_primal_and_tangent(ftape, x, lk) for x, lk in zip(leaves, like)]
+    return tree_unflatten(tdef, [p for p, _ in pairs]), tree_unflatten(tdef, [t for _, t in pairs])
+
+
+def _basis(leaves: list[Any]) -> tuple[int, list[Any]]:
+    """Rows of the identity, cut and shaped per leaf: a batch of tangents or
+    cotangents that together span every entry of ``leaves``."""
+    vals = [value(unwrap(x)) for x in leaves]
+    n = sum(int(np.size(v)) for v in vals)
+    out, off = [], 0
+    for v in vals:
+        size, shape = int(np.size(v)), np.shape(v)
+        eye = array_module(v).eye(n, size, -off, dtype=np.result_type(v))
+        out.append(eye.reshape((n,) + shape))
+        off += size
+    return n, out
+
+
+def _jacobian_blocks(rows: Any, n_in: list[tuple[int, ...]], out_shape: tuple[int, ...],
+                     batch_first: bool) -> list[Any]:
+    """Cut a stacked derivative into one Jacobian (``out_shape + in_shape``) per input leaf.
+
+    ``rows`` is ``(N,) + out_shape`` (forward: N input directions) when
+    ``batch_first``; else it is a list of ``(M,) + in_shape`` arrays (reverse).
+    """
+    from tapegrad.numpy import derived as d
+
+    blocks, off = [], 0
+    for shape in n_in:
+        size = int(np.prod(shape))
+        block = rows[off:off + size]
+        block = d.moveaxis(block, 0, -1) if len(out_shape) else block.reshape((size,))
+        blocks.append(d.reshape(block, out_shape + shape))
+        off += size
+    return blocks
+
+
+def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+    """The Jacobian of ``f`` by forward mode, one pass for all input directions.
+
+    Returns ``out.shape + in.shape`` arrays: a pytree of the output's
+    structure whose leaves have the structure of the differentiated
+    argument(s).
+
+    Example:
+        >>> tg.jacfwd(lambda x: x ** 2)(np.array([1.0, 2.0]))
+        array([[2., 0.],
+               [0., 4.]])
+    """
+    name = fun_name(f)
+
+    def jac(*args: Any, **kwargs: Any) -> Any:
+        who = f"jacfwd({name})"
+        nums = norm_argnums(argnums, len(args), who)
+        in_leaves = [tree_flatten(args[i]) for i in nums]
+        flat = [x for leaves, _ in in_leaves for x in leaves]
+        n, basis = _basis(flat)
+        tangents, k = [], 0
+        for leaves, _ in in_leaves:
+            tangents.append(basis[k:k + len(leaves)])
+            k += len(leaves)
+        ftape, wrapped, out = _trace_forward(f, args, kwargs, nums, tangents, (n,), who)
+        leaves, tdef = tree_flatten(out)
+        shapes = [np.shape(value(unwrap(x))) for x in flat]
+        results = []
+        for x, lk in zip(leaves, tree_flatten(wrapped)[0]):
+            _, t = _primal_and_tangent(ftape, x, None)
+            blocks = _jacobian_blocks(t, shapes, tuple(np.shape(value(x)))[:], True)
+            blocks = [rewrap(lk, finish(b, None)) for b in blocks]
+            results.append(_per_argnum(blocks, in_leaves, argnums))
+        return tree_unflatten(tdef, results)
+
+    jac.__name__ = f"jacfwd({name})"
+    return jac
+
+
+def _per_argnum(blocks: list[Any], in_leaves: list[tuple[list[Any], Any]], argnums: Any) -> Any:
+    trees, k = [], 0
+    for leaves, tdef in in_leaves:
+        trees.append(tree_unflatten(tdef, blocks[k:k + len(leaves)]))
+        k += len(leaves)
+    return tuple(trees) if isinstance(argnums, (tuple, list)) else trees[0]

@@ -1,0 +1,241 @@
+"""JVP rules of tapegrad.numpy: one line per primitive where a line fits.
+
+A JVP maker is ``lambda ans, *args, **kwargs: lambda t: ...``; ``t`` is the
+tangent of one argument and may carry leading batch axes (a batch of
+tangents pushed at once, as ``jacfwd`` does). The result may be in a
+broadcast of ``ans``'s shape; the forward trace sums contributions,
+broadcasts and casts. Primitives without a rule here still work in forward
+mode: the trace transposes their VJP rule (which is linear in ``g``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from tapegrad.numpy import derived as d
+from tapegrad.numpy import vjps as v
+from tapegrad.numpy import wrap as w
+from tapegrad.primitive import broadcast_to, cast_to, defjvp, defjvp_argnum, sum_to
+from tapegrad.tracer import value
+
+Jvp = Callable[[Any], Any]
+
+
+def _nb(t: Any, x: Any) -> int:
+    """Leading batch axes of tangent ``t`` for an argument ``x``."""
+    return t.ndim - np.ndim(x)
+
+
+# --- elementwise: the Jacobian is diagonal, so the JVP is the VJP -------------------------
+_DIAGONAL = """negative positive sqrt cbrt square exp exp2 expm1 log log2 log10 log1p sin cos tan
+arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh reciprocal deg2rad rad2deg
+conjugate sinc add subtract multiply divide power arctan2 maximum minimum fmax fmin hypot
+logaddexp logaddexp2 remainder fmod clip where3 copy""".split()
+
+
+
+def _diagonal(maker: Callable[..., Jvp], i: int) -> Callable[..., Jvp]:
+    """The VJP maker of an elementwise op, used as its JVP maker. The tangent
+    of an argument broadcast into the output gets the missing axes between
+    its batch axes and its own, so it lines up with the other operands."""
+
+    def jvp_maker(ans: Any, *args: Any, **kw: Any) -> Jvp:
+        inner = maker(ans, *args, **kw)
+        xnd, outnd = np.ndim(value(args[i])), np.ndim(value(ans))
+        if xnd == outnd:
+            return inner
+
+        def jvp(t: Any) -> Any:
+            nb = t.ndim - xnd
+            if nb:
+                t = d.reshape(t, t.shape[:nb] + (1,) * (outnd - xnd) + t.shape[nb:])
+            return inner(t)
+
+        return jvp
+
+    return jvp_maker
+
+
+for _name in _DIAGONAL:
+    _prim = getattr(w, _name).primitive
+    for _i, _maker in _prim.vjps.items():
+        if _maker is not None:
+            _prim.jvps[_i] = _diagonal(_maker, _i)
+
+defjvp(w.absolute, lambda ans, x: (lambda t: w.real(w.conjugate(x) * t) / w.where3(value(ans) == 0, 1.0, ans))
+       if np.iscomplexobj(value(x)) else (lambda t: t * np.sign(value(x))))
+defjvp(w.real, lambda ans, x: lambda t: w.real(t))
+defjvp(w.imag, lambda ans, x: lambda t: w.imag(t))
+defjvp(cast_to, lambda ans, x, dtype: lambda t: cast_to(t, dtype))
+defjvp(w.astype_float, lambda ans, x, dtype: lambda t: w.astype_float(t, dtype))
+
+
+# --- reductions ------------------------------------------------------------------------------
+
+
+def _neg_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    return tuple(a - ndim for a in d.normalize_axes(axis, ndim))
+
+
+def _jvp_sum(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Jvp:
+    axes = _neg_axes(axis, x.ndim)
+    return lambda t: w.sum(t, axis=axes, dtype=dtype, keepdims=keepdims)
+
+
+def _jvp_weighted(weights: Callable[[], Any]) -> Callable[..., Jvp]:
+    def maker(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Jvp:
+        axes = _neg_axes(axis, x.ndim)
+        wts = weights(ans, x, axis)
+        return lambda t: w.sum(t * wts, axis=axes, keepdims=keepdims)
+    return maker
+
+
+def _chooser_weights(ans: Any, x: Any, axis: Any) -> Any:
+    hit = value(x) == value(v._kept(ans, x.shape, axis))
+    return hit / np.sum(hit, axis=axis, keepdims=True)
+
+
+def _prod_weights(ans: Any, x: Any, axis: Any) -> Any:
+    if np.all(value(x) != 0):
+        return v._kept(ans, x.shape, axis) / x
+    return v._prod_of_others(x, axis)
+
+
+def _logsumexp_weights(ans: Any, x: Any, axis: Any) -> Any:
+    return w.exp(x - v._kept(ans, x.shape, axis))
+
+
+def _jvp_amax(ans: Any, x: Any, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Jvp:
+    return _jvp_weighted(_chooser_weights)(ans, x, axis, keepdims=keepdims)
+
+
+def _jvp_cumsum(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Jvp:
+    if axis is None:
+        return lambda t: w.cumsum(d.reshape(t, t.shape[: _nb(t, x)] + (-1,)), axis=-1)
+    ax = d.normalize_axis(axis, x.ndim) - x.ndim
+    return lambda t: w.cumsum(t, axis=ax)
+
+
+defjvp(w.sum, _jvp_sum)
+defjvp(w.prod, _jvp_weighted(_prod_weights))
+defjvp(w.amax, _jvp_amax)
+defjvp(w.amin, _jvp_amax)
+defjvp(w.cumsum, _jvp_cumsum)
+defjvp(w.logsumexp, lambda ans, x, axis=None, keepdims=False: (
+    lambda t, _m=_jvp_weighted(_logsumexp_weights)(ans, x, axis, keepdims=keepdims): _m(t)))
+
+# --- shape ------------------------------------------------------------------------------------
+defjvp(w.reshape_c, lambda ans, x, shape: lambda t: w.reshape_c(t, t.shape[: _nb(t, x)] + ans.shape))
+
+
+def _jvp_transpose(ans: Any, x: Any, axes: Any = None) -> Jvp:
+    perm = tuple(range(x.ndim))[::-1] if axes is None else d.normalize_axes(axes, x.ndim)
+    def jvp(t: Any) -> Any:
+        nb = _nb(t, x)
+        return w.transpose(t, tuple(range(nb)) + tuple(nb + i for i in perm))
+    return jvp
+
+
+def _jvp_concatenate(argnum: int, ans: Any, axis: int, *arrays: Any) -> Jvp:
+    start = sum(a.shape[axis] for a in arrays[: argnum - 1])
+    stop = start + arrays[argnum - 1].shape[axis]
+    widths = [(0, 0)] * ans.ndim
+    widths[axis] = (start, ans.shape[axis] - stop)
+    def jvp(t: Any) -> Any:
+        return w.pad(t, [(0, 0)] * _nb(t, arrays[argnum - 1]) + widths)
+    return jvp
+
+
+def _jvp_roll(ans: Any, x: Any, shift: Any, axis: Any = None) -> Jvp:
+    if axis is None:
+        return lambda t: d.reshape(w.roll(d.reshape(t, t.shape[: _nb(t, x)] + (-1,)), shift, -1), t.shape)
+    axes = _neg_axes(axis, x.ndim)
+    return lambda t: w.roll(t, shift, axes if isinstance(axis, (tuple, list)) else axes[0])
+
+
+def _jvp_pad(ans: Any, x: Any, pad_width: Any, mode: str = "constant", **kw: Any) -> Jvp:
+    widths = [tuple(p) for p in np.broadcast_to(np.asarray(pad_width, dtype=int), (x.ndim, 2))]
+    return lambda t: w.pad(t, [(0, 0)] * _nb(t, x) + widths)
+
+
+def _jvp_broadcast_to(ans: Any, x: Any, shape: Any) -> Jvp:
+    lead = len(shape) - x.ndim
+    def jvp(t: Any) -> Any:
+        batch = t.shape[: _nb(t, x)]
+        return broadcast_to(d.reshape(t, batch + (1,) * lead + x.shape), batch + tuple(shape))
+    return jvp
+
+
+defjvp(w.transpose, _jvp_transpose)
+defjvp_argnum(w.concatenate_args, _jvp_concatenate)
+defjvp(w.flip, lambda ans, x, axis=None: lambda t: w.flip(t, _neg_axes(axis, x.ndim)))
+defjvp(w.roll, _jvp_roll)
+defjvp(w.pad, _jvp_pad)
+defjvp(w.triu, lambda ans, x, k=0: lambda t: w.triu(t, k))
+defjvp(w.tril, lambda ans, x, k=0: lambda t: w.tril(t, k))
+defjvp(w.diagonal, lambda ans, x, offset=0, axis1=0, axis2=1: lambda t: w.diagonal(
+    t, offset, d.normalize_axis(axis1, x.ndim) - x.ndim, d.normalize_axis(axis2, x.ndim) - x.ndim))
+defjvp(w.diag_from_vector, lambda ans, vec, k=0: lambda t: w.diag_embed(t, k, -2, -1, ans.shape))
+defjvp(w.diag_embed, lambda ans, g, offset, a1, a2, shape: lambda t: w.diag_embed(t, offset, a1, a2, shape))
+defjvp(broadcast_to, _jvp_broadcast_to)
+defjvp(sum_to, lambda ans, x, shape, nbatch=0: lambda t: sum_to(t, shape, nbatch + _nb(t, x)))
+
+# --- indexing -----------------------------------------------------------------------------------
+defjvp(w.getitem, lambda ans, x, idx, nb=0: lambda t: w.getitem(t, idx, nb + _nb(t, x)))
+defjvp(w.index_add, lambda ans, g, idx, shape, nb: lambda t: w.index_add(t, idx, shape, nb + _nb(t, g)))
+defjvp(w.setitem, lambda ans, x, idx, vv: lambda t: v._vjp_setitem_x(ans, x, idx, vv)(t))
+
+# --- products ---------------------------------------------------------------------------------
+
+
+def _as_row(t: Any, nb: int, stack: int) -> Any:
+    """A batched vector tangent as a row matrix that broadcasts past ``stack`` axes."""
+    return d.reshape(t, t.shape[:nb] + (1,) * stack + (1, t.shape[-1]))
+
+
+def _lift(t: Any, x: Any, ndim: int) -> Any:
+    """A batched matrix tangent with size-1 stack axes added up to ``ndim``, so
+    its batch axes do not line up with the other operand's stack axes."""
+    nb = _nb(t, x)
+    if nb == 0 or x.ndim == ndim:
+        return t
+    return d.reshape(t, t.shape[:nb] + (1,) * (ndim - x.ndim) + x.shape)
+
+
+def _jvp_matmul_a(ans: Any, a: Any, b: Any, **kw: Any) -> Jvp:
+    if a.ndim == 1:
+        if b.ndim == 1:
+            return lambda t: w.matmul(t, b)
+        return lambda t: w.matmul(_as_row(t, _nb(t, a), b.ndim - 2), b)[..., 0, :]
+    nd = ans.ndim + (1 if b.ndim == 1 else 0)
+    return lambda t: w.matmul(_lift(t, a, nd), b)
+
+
+def _jvp_matmul_b(ans: Any, a: Any, b: Any, **kw: Any) -> Jvp:
+    if b.ndim == 1:
+        if a.ndim == 1:
+            return lambda t: w.matmul(t, a)
+        return lambda t: w.matmul(_as_row(t, _nb(t, b), a.ndim - 2), d.swapaxes(a, -1, -2))[..., 0, :]
+    nd = ans.ndim + (1 if a.ndim == 1 else 0)
+    return lambda t: w.matmul(a, _lift(t, b, nd))
+
+
+def _jvp_einsum(argnum: int, ans: Any, subscripts: str, *operands: Any, **kw: Any) -> Jvp:
+    ins, out = v._einsum_letters(subscripts, operands)
+    used = set("".join(ins)) | set(out)
+    spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in used]
+    i = argnum - 1
+
+    def jvp(t: Any) -> Any:
+        batch = "".join(spare[: _nb(t, operands[i])])
+        subs = ",".join(batch + s if j == i else s for j, s in enumerate(ins)) + "->" + batch + out
+        ops = [t if j == i else o for j, o in enumerate(operands)]
+        return w.einsum_args(subs, *ops, **kw)
+
+    return jvp
+
+
+defjvp(w.matmul, _jvp_matmul_a, _jvp_matmul_b)
+defjvp_argnum(w.einsum_args, _jvp_einsum)

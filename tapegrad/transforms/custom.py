@@ -1,0 +1,327 @@
+"""Custom rules and rematerialisation: custom_vjp, custom_jvp, checkpoint.
+
+Each decorated call with traced arguments records ONE entry on the highest
+tape among its arguments, with a rule object made for that call: the
+user's backward function, the transpose of the user's JVP rule, or a
+replay of the function itself. The function's own forward work runs one
+level down, so it is differentiable there as usual (higher order works).
+Pytree outputs are packed into one flat array for the entry and unpacked
+by recorded slices, so one rule sees the whole output cotangent.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from tapegrad.primitive import Primitive, record, top_tape
+from tapegrad.pytree import tree_flatten, tree_unflatten
+from tapegrad.tape import Tape
+from tapegrad.tracer import Traced, value
+from tapegrad.transforms._util import fun_name
+
+
+def _flat_args(args: tuple[Any, ...]) -> tuple[list[Any], Any]:
+    return tree_flatten(list(args))
+
+
+def _unbox(tape: Any, xs: list[Any]) -> list[Any]:
+    out = []
+    for x in xs:
+        while type(x) is Traced and not x._tape.active:
+            x = x._value
+        out.append(x._value if type(x) is Traced and x._tape is tape else x)
+    return out
+
+
+class _Packing:
+    """One flat array standing for a pytree of arrays (common dtype)."""
+
+    def __init__(self, out: Any) -> None:
+        self.leaves, self.treedef = tree_flatten(out)
+        self.shapes = [np.shape(value(x)) for x in self.leaves]
+        self.single = len(self.leaves) == 1
+        self.dtype = np.result_type(*[value(x) for x in self.leaves]) if self.leaves else np.float64
+
+    @property
+    def ndim(self) -> int:
+        """Axes of the packed value (batch axes of a cotangent come on top)."""
+        return len(self.shapes[0]) if self.single else 1
+
+    def pack(self, tree: Any = None) -> Any:
+        """The packed value of this pytree (or of ``tree``, of the same structure)."""
+        import tapegrad.numpy as tnp
+
+        leaves = self.leaves if tree is None else tree_flatten(tree)[0]
+        if self.single:
+            return leaves[0]
+        return tnp.concatenate([tnp.ravel(tnp.asarray(x)).astype(self.dtype) for x in leaves])
+
+    def unpack(self, flat: Any) -> Any:
+        """Leaves from the packed value (or its cotangent, with leading batch axes)."""
+        if self.single:
+            return tree_unflatten(self.treedef, [flat])
+        nb = flat.ndim - 1
+        leaves, off = [], 0
+        for shape in self.shapes:
+            size = math.prod(shape)
+            piece = flat[(Ellipsis, slice(off, off + size))]
+            leaves.append(piece.reshape(flat.shape[:nb] + tuple(shape)))
+            off += size
+        return tree_unflatten(self.treedef, leaves)
+
+
+def _apply_rule(name: str, fun: Callable[..., Any], args: tuple[Any, ...],
+                forward: Callable[[list[Any]], tuple[Any, Any]],
+                make_vjp: Callable[[Any, Any, _Packing], Callable[[Any], list[Any]]]) -> Any | None:
+    """Record one entry for a custom-rule call, or return None when nothing is traced.
+
+    ``forward(raw_leaves) -> (out, residuals)`` runs one level down;
+    ``make_vjp(residuals, raw_leaves, packing)`` gives ``g -> flat cotangents``.
+    """
+    flat, tdef = _flat_args(args)
+    tape = top_tape(flat)
+    if tape is None:
+        return None
+    raw = _unbox(tape, flat)
+    out, res = forward(raw)
+    for x in tree_flatten(out)[0]:
+        if type(x) is Traced and x._tape is tape:
+            raise TypeError(
+                f"{name}: the function used a traced value that is not among its arguments "
+                "(a closure over a value being differentiated, or a value stored by a side "
+                "effect); pass it as an argument instead"
+            )
+    packing = _Packing(out)
+    ans = packing.pack()
+    bwd = make_vjp(res, raw, packing)
+    argnums = [i for i, x in enumerate(flat) if type(x) is Traced and x._tape is tape]
+    # The engine asks for one argument's cotangent at a time, with the same g:
+    # run the rule once per g, and hand each result out once (then drop it).
+    pending: dict[int, Any] = {}
+    last: list[Any] = [None]
+
+    def cotangent(i: int, g: Any) -> Any:
+        if last[0] is not g or i not in pending:
+            cts = bwd(g)
+            pending.update((j, cts[j]) for j in argnums)
+            last[0] = g
+        ct = pending.pop(i)
+        if not pending:
+            last[0] = None
+        return ct
+
+    prim = Primitive(fun, name)
+    for i in argnums:
+        prim.vjps[i] = lambda _ans, *_a, _i=i, **_k: lambda g: cotangent(_i, g)
+    traced = record(tape, prim, ans, flat, raw, {}, argnums)
+    prim.vjps.clear()  # the entry holds the rules now: residuals go when it frees them
+    return packing.unpack(traced)
+
+
+def _check_structure(name: str, got: Any, primals: list[Any], batch: tuple[int, ...]) -> list[Any]:
+    if not isinstance(got, (tuple, list)) or len(got) != len(primals):
+        raise TypeError(
+            f"{name}: the backward function must return a tuple with one cotangent per "
+            f"primal argument ({len(primals)}), but returned "
+            f"{type(got).__name__}" + (f" of length {len(got)}" if isinstance(got, (tuple, list)) else "")
+        )
+    leaves, tdef = tree_flatten(list(got))
+    want = tree_flatten(list(primals))[1]
+    if tdef != want:
+        raise TypeError(f"{name}: the backward function returned cotangents of structure {tdef}, "
+                        f"but the primals have structure {want}")
+    for k, (c, p) in enumerate(zip(leaves, tree_flatten(list(primals))[0])):
+        want_shape = batch + np.shape(value(p))
+        if c is not None and np.shape(value(c)) != want_shape:
+            raise ValueError(f"{name}: cotangent {k} has shape {np.shape(value(c))}, but "
+                             f"shape {want_shape} was expected (its primal's)")
+    return leaves
+
+
+class custom_vjp:
+    """A function with a user-defined VJP (JAX's API).
+
+    Example:
+        >>> @tg.custom_vjp
+        ... def clip_gradient(x):
+        ...     return x
+        >>> clip_gradient.defvjp(lambda x: (x, None), lambda res, g: (tnp.clip(g, -1, 1),))
+        >>> tg.grad(lambda x: 3 * clip_gradient(x))(2.0)
+        np.float64(1.0)
+    """
+
+    def __init__(self, fun: Callable[..., Any]) -> None:
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.fwd: Callable[..., Any] | None = None
+        self.bwd: Callable[..., Any] | None = None
+
+    def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
+        """``fwd(*args) -> (out, residuals)``; ``bwd(residuals, g) -> tuple of cotangents``."""
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args: Any) -> Any:
+        name = f"custom_vjp({fun_name(self.fun)})"
+        if self.fwd is None or self.bwd is None:
+            raise TypeError(f"{name}: no rule yet; call .defvjp(fwd, bwd) first")
+        tdef = _flat_args(args)[1]
+        fwd, bwd = self.fwd, self.bwd
+
+        def forward(raw: list[Any]) -> tuple[Any, Any]:
+            got = fwd(*tree_unflatten(tdef, raw))
+            if not isinstance(got, tuple) or len(got) != 2:
+                raise TypeError(f"{name}: fwd must return a pair (output, residuals)")
+            return got
+
+        def make_vjp(res: Any, raw: list[Any], packing: _Packing) -> Callable[[Any], list[Any]]:
+            primals = tree_unflatten(tdef, raw)
+
+            def vjp(g: Any) -> list[Any]:
+                batch = g.shape[: g.ndim - packing.ndim]
+                cts = _check_structure(name, bwd(res, packing.unpack(g)), primals, batch)
+                return [np.zeros(batch + np.shape(value(p)), np.result_type(value(p))) if c is None else c
+                        for c, p in zip(cts, raw)]
+
+            return vjp
+
+        out = _apply_rule(name, self.fun, args, forward, make_vjp)
+        return self.fun(*args) if out is None else out
+
+
+class custom_jvp:
+    """A function with a user-defined JVP rule (JAX's API).
+
+    Under reverse mode the rule is transposed (it must be linear in the tangents).
+
+    Example:
+        >>> @tg.custom_jvp
+        ... def log1pexp(x):
+        ...     return tnp.log1p(tnp.exp(x))
+        >>> log1pexp.defjvp(lambda primals, tangents: (
+        ...     log1pexp(primals[0]), tangents[0] * (1 - 1 / (1 + tnp.exp(primals[0])))))
+        >>> tg.grad(log1pexp)(100.0)
+        np.float64(1.0)
+    """
+
+    def __init__(self, fun: Callable[..., Any]) -> None:
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.rule: Callable[..., Any] | None = None
+
+    def defjvp(self, rule: Callable[..., Any]) -> None:
+        """``rule(primals, tangents) -> (primal_out, tangent_out)``."""
+        self.rule = rule
+
+    def __call__(self, *args: Any) -> Any:
+        from tapegrad.transforms.forward import ForwardTape
+
+        name = f"custom_jvp({fun_name(self.fun)})"
+        if self.rule is None:
+            raise TypeError(f"{name}: no rule yet; call .defjvp(rule) first")
+        flat, tdef = _flat_args(args)
+        tape = top_tape(flat)
+        if isinstance(tape, ForwardTape):
+            return self._push(tape, flat, tdef)
+        rule = self.rule
+
+        def forward(raw: list[Any]) -> tuple[Any, Any]:
+            return self.fun(*tree_unflatten(tdef, raw)), None
+
+        def make_vjp(res: Any, raw: list[Any], packing: _Packing) -> Callable[[Any], list[Any]]:
+            primals = tuple(tree_unflatten(tdef, raw))
+
+            def vjp(g: Any) -> list[Any]:  # transpose t -> rule(primals, t)[1] at g
+                with Tape() as lin:
+                    ts = [lin._watch_leaf(np.zeros(np.shape(value(x)), np.result_type(value(x))))
+                          for x in raw]
+                    _, tout = rule(primals, tuple(tree_unflatten(tdef, ts)))
+                    tflat = packing.pack(tout)
+                return lin.gradient(tflat, ts, output_gradients=g)
+
+            return vjp
+
+        out = _apply_rule(name, self.fun, args, forward, make_vjp)
+        return self.fun(*args) if out is None else out
+
+    def _push(self, tape: Any, flat: list[Any], tdef: Any) -> Any:
+        """Forward mode: call the rule with the tangents (row by row for a batch)."""
+        from tapegrad.numpy import stack
+
+        raw = _unbox(tape, flat)
+        tans = [x._node if type(x) is Traced and x._tape is tape else None for x in flat]
+        tans = [np.zeros(tape.batch + np.shape(value(r)), np.result_type(value(r))) if t is None else t
+                for t, r in zip(tans, raw)]
+        primals = tuple(tree_unflatten(tdef, raw))
+        if not tape.batch:
+            out, tout = self.rule(primals, tuple(tree_unflatten(tdef, tans)))
+        else:
+            rows = [self.rule(primals, tuple(tree_unflatten(tdef, [t[j] for t in tans])))
+                    for j in range(tape.batch[0])]
+            out = rows[0][0]
+            tout = stack([r[1] for r in rows])
+        from tapegrad.transforms.forward import ForwardTape
+
+        assert isinstance(tape, ForwardTape)
+        return tape.watch_with(out, tout)
+
+
+def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
+    """``fun``, keeping only its inputs for the backward pass and running it
+    again there (rematerialisation): less memory, one more forward.
+
+    ``fun`` must be pure: it runs twice, and must not modify its arguments
+    or use traced values it was not given.
+
+    Example:
+        >>> layer = tg.checkpoint(lambda w, x: tnp.tanh(x @ w))
+        >>> tg.grad(lambda w: tnp.sum(layer(w, np.ones((2, 3)))))(np.eye(3)).shape
+        (3, 3)
+    """
+    name = f"checkpoint({fun_name(fun)})"
+
+    @functools.wraps(fun)
+    def remat(*args: Any) -> Any:
+        from tapegrad.transforms.reverse import vjp as vjp_
+
+        tdef = _flat_args(args)[1]
+
+        def forward(raw: list[Any]) -> tuple[Any, Any]:
+            guarded = [_read_only(x) for x in raw]
+            try:
+                out = fun(*tree_unflatten(tdef, guarded))
+            except ValueError as e:
+                if "read-only" in str(e):
+                    raise TypeError(
+                        f"{name}: the function modified one of its arguments in place; a "
+                        "checkpointed function runs again in the backward pass and must not "
+                        "change its inputs"
+                    ) from e
+                raise
+            return out, None
+
+        def make_vjp(res: Any, raw: list[Any], packing: _Packing) -> Callable[[Any], list[Any]]:
+            def vjp(g: Any) -> list[Any]:
+                def again(*xs: Any) -> Any:
+                    return packing.pack(fun(*tree_unflatten(tdef, list(xs))))
+
+                _, fn = vjp_(again, *raw)
+                nb = g.ndim - packing.ndim
+                return list(fn.batched(g, g.shape[:nb]) if nb else fn(g))
+
+            return vjp
+
+        out = _apply_rule(name, fun, args, forward, make_vjp)
+        return fun(*args) if out is None else out
+
+    return remat
+
+
+def _read_only(x: Any) -> Any:
+    if isinstance(x, np.ndarray) and x.flags.writeable:
+        x = x.view()
+        x.flags.writeable = False
+    return x

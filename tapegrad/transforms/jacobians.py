@@ -1,0 +1,102 @@
+"""Jacobians and Hessians, with no Python loop over rows: jacrev, hessian, hvp.
+
+``jacrev`` pushes every basis cotangent through one replay (the rules take
+batched cotangents); ``jacfwd`` (in forward.py) pushes every basis tangent
+through one forward pass. ``hessian`` is forward-over-reverse.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from tapegrad.pytree import tree_flatten, tree_unflatten
+from tapegrad.tape import add_seed
+from tapegrad.tracer import value
+from tapegrad.transforms._util import Traced_call, fun_name, norm_argnums, rewrap, unwrap
+from tapegrad.transforms.forward import _basis, _per_argnum, jacfwd, jvp
+from tapegrad.transforms.reverse import value_and_grad
+
+
+def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+    """The Jacobian of ``f`` by reverse mode, one replay for all output entries.
+
+    Returns ``out.shape + in.shape`` arrays: a pytree of the output's
+    structure whose leaves have the structure of the differentiated
+    argument(s).
+
+    Example:
+        >>> tg.jacrev(lambda x: tnp.sin(x) * x[0])(np.array([0.5, 1.0]))
+        array([[0.91821682, 0.        ],
+               [0.84147098, 0.27015115]])
+    """
+    name = fun_name(f)
+
+    def jac(*args: Any, **kwargs: Any) -> Any:
+        from tapegrad.numpy import derived as d
+
+        who = f"jacrev({name})"
+        nums = norm_argnums(argnums, len(args), who)
+        call = Traced_call(f, args, kwargs, nums, persistent=False, who=who)
+        out_leaves, out_def = tree_flatten(call.out)
+        m, basis = _basis(out_leaves)
+        seeds: dict[int, Any] = {}
+        for x, b in zip(out_leaves, basis):
+            node = call.node_of(x)
+            if node is not None:
+                add_seed(seeds, node.index, b)
+        grads = call.backward(seeds, retain=False, batch=(m,))  # per argnum: (m,) + in_shape
+        in_trees = [tree_flatten(g) for g in grads]
+        in_leaves = [tree_flatten(args[i]) for i in nums]
+        wrapped_leaves = tree_flatten(call.wrapped_out)[0]
+        results, off = [], 0
+        for x, lk in zip(out_leaves, wrapped_leaves):
+            oshape = tuple(np.shape(value(x)))
+            size = int(np.prod(oshape))
+            blocks = []
+            for leaves, _ in in_trees:
+                for g in leaves:
+                    g = unwrap(g)
+                    ishape = g.shape[1:]
+                    blocks.append(rewrap(lk, d.reshape(g[off:off + size], oshape + ishape)))
+            results.append(_per_argnum(blocks, in_leaves, argnums))
+            off += size
+        return tree_unflatten(out_def, results)
+
+    jac.__name__ = f"jacrev({name})"
+    return jac
+
+
+jacobian = jacrev
+
+
+def hessian(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+    """The Hessian of scalar ``f``, forward-over-reverse: ``in.shape + in.shape``.
+
+    Example:
+        >>> tg.hessian(lambda x: tnp.sum(x ** 3))(np.array([1.0, 2.0]))
+        array([[ 6.,  0.],
+               [ 0., 12.]])
+    """
+    h = jacfwd(jacrev(f, argnums), argnums)
+    h.__name__ = f"hessian({fun_name(f)})"
+    return h
+
+
+def hvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+    """``(f(*primals), H @ v)`` for scalar ``f``, by forward-over-reverse, without forming H.
+
+    With one primal, ``H @ v`` has its shape; with several, it is a tuple.
+
+    Example:
+        >>> tg.hvp(lambda x: tnp.sum(x ** 3), (np.array([1.0, 2.0]),), (np.ones(2),))
+        (np.float64(9.0), array([ 6., 12.]))
+    """
+    n = len(primals)
+    vg = value_and_grad(f, argnums=tuple(range(n)))
+    (val, _), (_, hv) = jvp(lambda *xs: vg(*xs), tuple(primals), tuple(tangents))
+    return val, (hv[0] if n == 1 else hv)
+
+
+__all__ = ["hessian", "hvp", "jacobian", "jacrev", "norm_argnums"]
