@@ -10,7 +10,7 @@ the staged VJP closures to that tape.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tapegrad.tape import Node, next_index

@@ -6,7 +6,7 @@ Dict keys are visited in sorted order.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 

@@ -10,7 +10,8 @@ mode: the trace transposes their VJP rule (which is linear in ``g``).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -123,8 +124,8 @@ defjvp(w.prod, _jvp_weighted(_prod_weights))
 defjvp(w.amax, _jvp_amax)
 defjvp(w.amin, _jvp_amax)
 defjvp(w.cumsum, _jvp_cumsum)
-defjvp(w.logsumexp, lambda ans, x, axis=None, keepdims=False: (
-    lambda t, _m=_jvp_weighted(_logsumexp_weights)(ans, x, axis, keepdims=keepdims): _m(t)))
+defjvp(w.logsumexp, lambda ans, x, axis=None, keepdims=False: _jvp_weighted(_logsumexp_weights)(
+    ans, x, axis, keepdims=keepdims))
 
 # --- shape ------------------------------------------------------------------------------------
 defjvp(w.reshape_c, lambda ans, x, shape: lambda t: w.reshape_c(t, t.shape[: _nb(t, x)] + ans.shape))

@@ -11,7 +11,8 @@ one pass.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,13 @@ from tapegrad.pytree import tree_flatten, tree_unflatten
 from tapegrad.tape import Tape
 from tapegrad.tracer import Traced, value
 from tapegrad.transforms._util import (
-    check_inexact, finish, fun_name, norm_argnums, rewrap, tree_map_leaves, unwrap,
+    check_inexact,
+    finish,
+    fun_name,
+    norm_argnums,
+    rewrap,
+    tree_map_leaves,
+    unwrap,
 )
 
 

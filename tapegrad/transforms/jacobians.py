@@ -7,7 +7,8 @@ through one forward pass. ``hessian`` is forward-over-reverse.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
