@@ -11,6 +11,7 @@ from tapegrad.primitive import defjvp, defvjp, defvjp_argnum, primitive
 from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
 from tapegrad.tape import Tape
 from tapegrad.testing import check_grads
+from tapegrad.debug import debug_nans
 from tapegrad.tracer import value
 from tapegrad.transforms import (
     checkpoint,
@@ -37,6 +38,7 @@ __all__ = [
     "checkpoint",
     "custom_jvp",
     "custom_vjp",
+    "debug_nans",
     "defjvp",
     "defvjp",
     "defvjp_argnum",

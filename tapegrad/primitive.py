@@ -19,6 +19,9 @@ from tapegrad.tracer import Traced, value
 VjpMaker = Callable[..., Callable[[Any], Any]]
 
 
+REGISTRY: list[Primitive] = []  # every named primitive (custom-rule calls make unnamed ones)
+
+
 class Primitive:
     """The rule record of one primitive (what the tape keeps a reference to)."""
 
@@ -75,6 +78,7 @@ def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[...,
         >>> tg.defvjp(logsin, lambda ans, x: lambda g: g / tnp.tan(x))
     """
     prim = Primitive(fun, name or getattr(fun, "__name__", "primitive"))
+    REGISTRY.append(prim)
 
     @functools.wraps(fun)
     def wrapped(*args: Any, **kwargs: Any) -> Any:

@@ -44,7 +44,9 @@ def _diagonal(maker: Callable[..., Jvp], i: int) -> Callable[..., Jvp]:
 
     def jvp_maker(ans: Any, *args: Any, **kw: Any) -> Jvp:
         inner = maker(ans, *args, **kw)
-        xnd, outnd = np.ndim(value(args[i])), np.ndim(value(ans))
+        x = args[i]
+        xnd = x.ndim if hasattr(x, "ndim") else 0
+        outnd = ans.ndim
         if xnd == outnd:
             return inner
 
@@ -207,7 +209,7 @@ def _lift(t: Any, x: Any, ndim: int) -> Any:
 
 def _jvp_matmul_a(ans: Any, a: Any, b: Any, **kw: Any) -> Jvp:
     if a.ndim == 1:
-        if b.ndim == 1:
+        if b.ndim <= 2:  # the batch of tangents as rows: one GEMM
             return lambda t: w.matmul(t, b)
         return lambda t: w.matmul(_as_row(t, _nb(t, a), b.ndim - 2), b)[..., 0, :]
     nd = ans.ndim + (1 if b.ndim == 1 else 0)
@@ -218,6 +220,8 @@ def _jvp_matmul_b(ans: Any, a: Any, b: Any, **kw: Any) -> Jvp:
     if b.ndim == 1:
         if a.ndim == 1:
             return lambda t: w.matmul(t, a)
+        if a.ndim == 2:  # the batch of tangents as rows: one GEMM
+            return lambda t: w.matmul(t, w.transpose(a))
         return lambda t: w.matmul(_as_row(t, _nb(t, b), a.ndim - 2), d.swapaxes(a, -1, -2))[..., 0, :]
     nd = ans.ndim + (1 if a.ndim == 1 else 0)
     return lambda t: w.matmul(a, _lift(t, b, nd))

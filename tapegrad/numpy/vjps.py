@@ -93,6 +93,18 @@ defvjp(w.real,       lambda ans, x: lambda g: g)
 defvjp(w.imag,       lambda ans, x: (lambda g: -1j * g) if np.iscomplexobj(value(x)) else (lambda g: 0 * g))
 
 
+def _vjp_power_base(x: Any, y: Any) -> Vjp:
+    """d(x**y)/dx = y x**(y-1) (0 where y == 0). A constant exponent, the
+    common case (x ** 2), costs one power and one product."""
+    if type(y) in (int, float) or (isinstance(y, np.generic) and np.ndim(y) == 0):
+        if y == 0:
+            return lambda g: g * 0
+        if y == 2:
+            return lambda g: g * (2 * x)
+        return lambda g: g * (y * w.power(x, y - 1))
+    return lambda g: g * (y * w.power(x, w.where3(value(y) == 0, 1, y - 1)))
+
+
 def _vjp_sinc(ans: Any, x: Any) -> Vjp:
     zero = value(x) == 0
     safe = w.where3(zero, 1.0, x)
@@ -110,7 +122,7 @@ defvjp(w.multiply,   lambda ans, x, y: lambda g: g * y,
                      lambda ans, x, y: lambda g: g * x)
 defvjp(w.divide,     lambda ans, x, y: lambda g: g / y,
                      lambda ans, x, y: lambda g: -g * ans / y)
-defvjp(w.power,      lambda ans, x, y: lambda g: g * (y * w.power(x, w.where3(value(y) == 0, 1, y - 1))),
+defvjp(w.power,      lambda ans, x, y: _vjp_power_base(x, y),
                      lambda ans, x, y: lambda g: g * (w.log(w.where3(value(x) == 0, 1, x)) * ans))
 defvjp(w.arctan2,    lambda ans, y, x: lambda g: g * x / (x * x + y * y),
                      lambda ans, y, x: lambda g: -g * y / (x * x + y * y))
@@ -322,6 +334,8 @@ def _vjp_matmul_a(ans: Any, a: Any, b: Any, **kw: Any) -> Vjp:
     if b.ndim == 1:
         return lambda g: d.expand_dims(g, -1) * b
     if a.ndim == 1:
+        if b.ndim == 2:  # one GEMM over the batch of cotangents
+            return lambda g: w.matmul(g, w.transpose(b))
         return lambda g: w.matmul(d.expand_dims(g, -2), d.swapaxes(b, -1, -2))[..., 0, :]
     return lambda g: w.matmul(g, d.swapaxes(b, -1, -2))
 
@@ -332,6 +346,8 @@ def _vjp_matmul_b(ans: Any, a: Any, b: Any, **kw: Any) -> Vjp:
             return lambda g: d.expand_dims(g, -1) * a
         return lambda g: d.expand_dims(a, -1) * d.expand_dims(g, -2)
     if b.ndim == 1:
+        if a.ndim == 2:  # one GEMM over the batch of cotangents
+            return lambda g: w.matmul(g, a)
         return lambda g: w.matmul(d.expand_dims(g, -2), a)[..., 0, :]
     return lambda g: w.matmul(d.swapaxes(a, -1, -2), g)
 
