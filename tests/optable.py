@@ -248,3 +248,176 @@ EMPTY: list[Case] = [
     case("mean_empty_axis", lambda m, x: m.mean(x, axis=1), R(3, 0, 2)),
     case("index_empty", lambda m, x: x[[]], R(3, 2)),
 ]
+
+
+# ==============================================================================================
+# --- linalg, fft, scipy.special, complex inputs (issue 5): appended to OPS --------------------
+# ==============================================================================================
+
+
+def _eye(m: Any, x: Any, k: float = 3.0) -> Any:
+    return k * np.eye(x.shape[-1])
+
+
+def _wellcond(m: Any, x: Any) -> Any:
+    """A well-conditioned square matrix built from x (real or complex)."""
+    return x + _eye(m, x)
+
+
+def _hpd(m: Any, x: Any) -> Any:
+    """A Hermitian positive-definite matrix built from x."""
+    return m.matmul(x, m.conj(m.swapaxes(x, -1, -2))) + _eye(m, x, 1.0)
+
+
+def _herm(m: Any, x: Any) -> Any:
+    """A Hermitian matrix built from x (distinct eigenvalues, generically)."""
+    return x + m.conj(m.swapaxes(x, -1, -2))
+
+
+def _eigh(m: Any, x: Any) -> Any:
+    lam, v = m.linalg.eigh(_herm(m, x))
+    return lam[..., None, :] * m.real(v * m.conj(v)) + lam[..., :, None]
+
+
+def _svd(m: Any, x: Any) -> Any:
+    u, s, vh = m.linalg.svd(x, full_matrices=False)
+    pu = m.real(u * m.conj(u))  # phase-invariant functions of the singular vectors
+    pv = m.real(vh * m.conj(vh))
+    return m.sum(pu * s[..., None, :], axis=-2) + m.sum(pv * s[..., :, None] ** 2, axis=-1) + s
+
+
+def _qr(m: Any, x: Any) -> Any:
+    q, r = m.linalg.qr(x)
+    return m.sum(q * (1.0 + m.arange(q.shape[-1])), axis=-2) + m.sum(r * r, axis=-1)
+
+
+def _slogdet(m: Any, x: Any) -> Any:
+    sign, logdet = m.linalg.slogdet(x)
+    return logdet + m.real(sign)
+
+
+def _ri(m: Any, z: Any) -> Any:
+    """Real and imaginary parts side by side: a real output for a real input
+    (so Jacobians of real-to-complex transforms are checked in both modes)."""
+    return m.concatenate([m.real(z), m.imag(z)], axis=-1)
+
+
+def _special(m: Any) -> Any:
+    if m is np:
+        import scipy.special
+
+        return scipy.special
+    import tapegrad.scipy.special
+
+    return tapegrad.scipy.special
+
+
+OPS += [
+    # --- linalg (real)
+    case("linalg_inv", lambda m, x: m.linalg.inv(_wellcond(m, x)), R(3, 3)),
+    case("linalg_inv_batched", lambda m, x: m.linalg.inv(_wellcond(m, x)), R(2, 3, 3)),
+    case("linalg_solve_vec", lambda m, a, b: m.linalg.solve(_wellcond(m, a), b), R(3, 3), R(3)),
+    case("linalg_solve_mat", lambda m, a, b: m.linalg.solve(_wellcond(m, a), b), R(3, 3), R(3, 2)),
+    case("linalg_solve_batched", lambda m, a, b: m.linalg.solve(_wellcond(m, a), b), R(2, 3, 3), R(3, 2)),
+    case("linalg_solve_batched_vec", lambda m, a, b: m.linalg.solve(_wellcond(m, a), b), R(2, 3, 3), R(3)),
+    case("linalg_solve_a_only", lambda m, a: m.linalg.solve(_wellcond(m, a), np.arange(3.0)), R(3, 3)),
+    case("linalg_det", lambda m, x: m.linalg.det(x), R(3, 3)),
+    case("linalg_det_batched", lambda m, x: m.linalg.det(x), R(2, 3, 3)),
+    case("linalg_slogdet", _slogdet, R(3, 3)),
+    case("linalg_slogdet_batched", _slogdet, R(2, 3, 3)),
+    case("linalg_cholesky", lambda m, x: m.linalg.cholesky(_hpd(m, x)), R(3, 3)),
+    case("linalg_cholesky_batched_upper", lambda m, x: m.linalg.cholesky(_hpd(m, x), upper=True), R(2, 3, 3)),
+    case("linalg_eigh", _eigh, R(3, 3)),
+    case("linalg_eigh_batched", _eigh, R(2, 3, 3)),
+    case("linalg_eigh_values", lambda m, x: m.linalg.eigh(_herm(m, x))[0], R(3, 3)),
+    case("linalg_eigh_upper", lambda m, x: m.linalg.eigh(_herm(m, x), UPLO="U")[0], R(3, 3)),
+    case("linalg_svd_square", _svd, R(3, 3)),
+    case("linalg_svd_tall", _svd, R(4, 3)),
+    case("linalg_svd_wide", _svd, R(2, 4)),
+    case("linalg_svd_batched", _svd, R(2, 3, 2)),
+    case("linalg_svd_values", lambda m, x: m.linalg.svd(x, compute_uv=False), R(3, 4)),
+    case("linalg_svd_reconstruct", lambda m, x: (lambda u, s, vh: (u * s[..., None, :]) @ vh)(*m.linalg.svd(x)), R(3, 3)),
+    case("linalg_qr_square", _qr, R(3, 3)),
+    case("linalg_qr_tall", _qr, R(4, 3)),
+    case("linalg_qr_wide", _qr, R(2, 4)),
+    case("linalg_qr_batched_r", lambda m, x: m.linalg.qr(x, mode="r"), R(2, 4, 3)),
+    case("linalg_pinv_square", lambda m, x: m.linalg.pinv(_wellcond(m, x)), R(3, 3)),
+    case("linalg_pinv_tall", lambda m, x: m.linalg.pinv(x), R(4, 2)),
+    case("linalg_pinv_wide_batched", lambda m, x: m.linalg.pinv(x), R(2, 2, 3)),
+    case("linalg_norm_default", lambda m, x: m.linalg.norm(x), R(3, 4)),
+    case("linalg_norm_vec_ords", lambda m, x: sum(m.linalg.norm(x, o) for o in (None, 1, 2, 3, -1, 0.5, np.inf, -np.inf, 0)), R(5)),
+    case("linalg_norm_vec_axis_keepdims", lambda m, x: m.linalg.norm(x, 3, axis=-1, keepdims=True), R(2, 3, 4)),
+    case("linalg_norm_mat_ords", lambda m, x: sum(m.linalg.norm(x, o) for o in (None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf)), R(3, 4)),
+    case("linalg_norm_mat_axes", lambda m, x: m.linalg.norm(x, 1, axis=(2, 0), keepdims=True) + m.linalg.norm(x, np.inf, axis=(0, 2))[None, :, None], R(3, 2, 4)),
+    case("linalg_norm_nuc_axes", lambda m, x: m.linalg.norm(x, "nuc", axis=(0, 2)), R(3, 2, 4)),
+    case("linalg_norm_2_axis", lambda m, x: m.linalg.norm(x, axis=0), R(3, 4)),
+    # --- linalg (complex)
+    case("linalg_inv_complex", lambda m, x: m.linalg.inv(_wellcond(m, x)), C(3, 3)),
+    case("linalg_solve_complex", lambda m, a, b: m.linalg.solve(_wellcond(m, a), b), C(3, 3), C(3, 2)),
+    case("linalg_det_complex", lambda m, x: m.linalg.det(x), C(2, 3, 3)),
+    case("linalg_slogdet_complex", lambda m, x: m.linalg.slogdet(_wellcond(m, x))[1], C(3, 3)),
+    case("linalg_cholesky_complex", lambda m, x: m.linalg.cholesky(_hpd(m, x)), C(3, 3)),
+    case("linalg_eigh_complex", _eigh, C(3, 3)),
+    case("linalg_svd_complex_tall", _svd, C(4, 3)),
+    case("linalg_svd_complex_wide", _svd, C(2, 3)),
+    case("linalg_svd_values_complex", lambda m, x: m.linalg.svd(x, compute_uv=False), C(3, 2)),
+    case("linalg_qr_complex", lambda m, x: m.linalg.qr(x)[1], C(4, 3)),
+    case("linalg_qr_complex_wide", lambda m, x: m.abs(m.linalg.qr(x)[0]) + m.linalg.qr(x)[1][:, :2], C(2, 3)),
+    case("linalg_pinv_complex", lambda m, x: m.linalg.pinv(x), C(3, 2)),
+    case("linalg_norm_complex", lambda m, x: m.linalg.norm(x) + m.linalg.norm(x, "nuc") + m.linalg.norm(x, 1) + m.linalg.norm(x[0], 3), C(3, 3)),
+    # --- fft
+    case("fft", lambda m, x: _ri(m, m.fft.fft(x)), R(8)),
+    case("fft_n_truncate", lambda m, x: _ri(m, m.fft.fft(x, 6)), R(8)),
+    case("fft_n_pad_axis0_ortho", lambda m, x: _ri(m, m.fft.fft(x, 6, axis=0, norm="ortho")), R(4, 3)),
+    case("fft_forward_complex", lambda m, x: m.fft.fft(x, norm="forward"), C(2, 5)),
+    case("ifft", lambda m, x: m.fft.ifft(x), C(6)),
+    case("ifft_n_axis", lambda m, x: m.fft.ifft(x, 4, axis=0, norm="ortho"), C(5, 2)),
+    case("rfft", lambda m, x: _ri(m, m.fft.rfft(x)), R(8)),
+    case("rfft_odd", lambda m, x: _ri(m, m.fft.rfft(x, norm="ortho")), R(2, 7)),
+    case("rfft_n_pad_axis0", lambda m, x: _ri(m, m.fft.rfft(x, 10, axis=0, norm="forward")), R(7, 2)),
+    case("rfft_n_truncate", lambda m, x: _ri(m, m.fft.rfft(x, 5)), R(8)),
+    case("irfft", lambda m, x: m.fft.irfft(x), C(5)),
+    case("irfft_odd_n", lambda m, x: m.fft.irfft(x, 7), C(2, 4)),
+    case("irfft_n_pad", lambda m, x: m.fft.irfft(x, 12, norm="ortho"), C(4)),
+    case("irfft_n_truncate_axis0", lambda m, x: m.fft.irfft(x, 4, axis=0, norm="forward"), C(6, 2)),
+    case("irfft_real_input", lambda m, x: m.fft.irfft(x), R(5)),
+    case("fft2", lambda m, x: _ri(m, m.fft.fft2(x)), R(3, 4)),
+    case("fft2_s", lambda m, x: m.fft.fft2(x, s=(2, 5), norm="ortho"), C(2, 3, 4)),
+    case("ifft2", lambda m, x: m.fft.ifft2(x), C(3, 4)),
+    case("fftn_axes", lambda m, x: _ri(m, m.fft.fftn(x, axes=(0, 2))), R(2, 3, 4)),
+    case("fftn_all", lambda m, x: m.fft.fftn(x), C(2, 3)),
+    case("ifftn_s_axes", lambda m, x: m.fft.ifftn(x, s=(4, 2), axes=(-1, 0), norm="forward"), C(3, 2, 3)),
+    case("fft_roundtrip", lambda m, x: m.real(m.fft.ifft(m.fft.fft(x) * m.arange(1.0, 7.0))), R(6)),
+    case("rfft_irfft_roundtrip", lambda m, x: m.fft.irfft(m.fft.rfft(x) * m.arange(1.0, 5.0), 6), R(6)),
+    # --- complex inputs across the table (JAX's convention)
+    case("complex_elementwise", lambda m, z: m.sqrt(z) * m.tanh(z) + m.reciprocal(z) - m.square(z) + m.exp(z) ** 2, C(3, 2)),
+    case("complex_log_power", lambda m, z, w: m.log(z) * m.power(z, w) + z ** 3, C(3), C(3)),
+    case("complex_trig", lambda m, z: m.sin(z) * m.cos(z) + m.sinh(z) - m.cosh(z), C(4)),
+    case("complex_real_imag_conj", lambda m, z: m.real(z) * m.imag(z) + m.conj(z) * z, C(3, 2)),
+    case("complex_abs_angle", lambda m, z: m.abs(z) + m.angle(z) * 2, C(3, 2)),
+    case("complex_to_real_loss", lambda m, z: m.sum(m.abs(z) ** 2) + m.sum(m.real(z * z)), C(2, 3)),
+    case("complex_reductions", lambda m, z: m.sum(z, axis=0) * m.mean(z, axis=0) + m.prod(z, axis=0), C(3, 2)),
+    case("complex_cumsum_cumprod", lambda m, z: m.cumsum(z, axis=1) + m.cumprod(z, axis=0), C(2, 3)),
+    case("complex_var", lambda m, z: m.var(z, axis=0), C(4, 2)),
+    case("complex_matmul", lambda m, a, b: a @ b, C(3, 4), C(4, 2)),
+    case("complex_einsum", lambda m, a, b: m.einsum("ij,kj->ik", a, b), C(3, 4), C(2, 4)),
+    case("complex_dot_vdot", lambda m, a, b: m.dot(a, b) + m.vdot(a, b), C(4), C(4)),
+    case("complex_shape_index", lambda m, z: m.concatenate([z[::-1], m.transpose(z)[:, :1].T]) * 1j, C(2, 2)),
+]
+
+try:  # scipy.special references need SciPy; tapegrad.scipy itself does not
+    import scipy.special  # noqa: F401
+except ImportError:  # pragma: no cover
+    pass
+else:
+    OPS += [
+        case("special_erf", lambda m, x: _special(m).erf(x), R(3, 4)),
+        case("special_erfc", lambda m, x: _special(m).erfc(x), R(3, 4)),
+        case("special_gammaln", lambda m, x: _special(m).gammaln(x), P(3, 4)),
+        case("special_digamma", lambda m, x: _special(m).digamma(x), P(3, 4)),
+        case("special_polygamma", lambda m, x: _special(m).polygamma(2, x), P(3, 4)),
+        case("special_expit", lambda m, x: _special(m).expit(x), R(3, 4)),
+        case("special_logit", lambda m, x: _special(m).logit(x), R(3, 4, lo=0.1, hi=0.9)),
+        case("special_logsumexp", lambda m, x: _special(m).logsumexp(x, axis=0), R(3, 4)),
+        case("special_logsumexp_b", lambda m, x, b: _special(m).logsumexp(x, axis=-1, b=b, keepdims=True), R(3, 4), P(4)),
+    ]

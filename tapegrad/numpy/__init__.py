@@ -13,9 +13,10 @@ from typing import Any
 import numpy as _np
 
 from tapegrad.numpy import derived as _d
+from tapegrad.numpy import fft, linalg  # tnp.fft, tnp.linalg
+from tapegrad.numpy import jvps as _jvps  # noqa: F401  (installs the forward rules)
 from tapegrad.numpy import methods as _methods
 from tapegrad.numpy import vjps as _vjps  # noqa: F401  (installs the rules)
-from tapegrad.numpy import jvps as _jvps  # noqa: F401  (installs the forward rules)
 from tapegrad.numpy import wrap as _w
 from tapegrad.numpy.derived import (
     angle,
@@ -168,6 +169,11 @@ def _register() -> None:
 
 
 _register()
+
+for _sub, _np_sub in ((linalg, _np.linalg), (fft, _np.fft)):  # np.linalg.inv(traced) and friends
+    for _name in _sub.__all__:
+        if callable(getattr(_np_sub, _name, None)):
+            _DISPATCH[getattr(_np_sub, _name)] = getattr(_sub, _name)
 
 
 def __getattr__(name: str) -> Any:
