@@ -29,7 +29,7 @@ _saved: dict[int, tuple[Any, dict[int, Any], Any]] = {}
 
 def _user_line() -> str:
     """``file:line: source`` of the innermost frame outside tapegrad (and the stdlib)."""
-    f = sys._getframe(1)
+    f: Any = sys._getframe(1)
     while f is not None:
         path = os.path.abspath(f.f_code.co_filename)
         if not path.startswith(_PACKAGE) and "/lib/python" not in path and not path.startswith("<frozen"):

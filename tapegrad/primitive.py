@@ -77,7 +77,7 @@ def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[...,
         ...     return np.log(np.sin(x))
         >>> tg.defvjp(logsin, lambda ans, x: lambda g: g / tnp.tan(x))
     """
-    prim = Primitive(fun, name or getattr(fun, "__name__", "primitive"))
+    prim = Primitive(fun, name or str(getattr(fun, "__name__", "primitive")))
     REGISTRY.append(prim)
 
     @functools.wraps(fun)
@@ -115,6 +115,7 @@ def _apply(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
                     tape, level = t, t.level
                 else:
                     nested = True
+    assert tape is not None
     raw = list(args)
     parents = []
     makers = []
@@ -202,6 +203,7 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
     if tape.record is not None:
         return tape.record(prim, ans, (a, b), (x, y), kwargs, (0, 1) if ta and tb else ((0,) if ta else (1,)))
     table = prim.vjps
+    vjps: tuple[Callable[[Any], Any], ...]
     if ta and tb:
         parents: tuple[Node, ...] = (a._node, b._node)
         vjps = ((table.get(0) or prim.vjp_maker(0))(ans, x, y, **kwargs),

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
+from typing_extensions import Self
 
 from tapegrad.tracer import Traced
 
@@ -109,7 +110,7 @@ class Tape:
         self._append = self.entries.append
 
     # --- recording ----------------------------------------------------------
-    def __enter__(self) -> Tape:
+    def __enter__(self) -> Self:
         if self.active:
             raise RuntimeError("this tape is already recording")
         tapes = _stack.tapes

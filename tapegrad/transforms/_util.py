@@ -22,8 +22,7 @@ def fun_name(f: Callable[..., Any]) -> str:
 
 
 def norm_argnums(argnums: int | tuple[int, ...], nargs: int, who: str) -> tuple[int, ...]:
-    multi = isinstance(argnums, (tuple, list))
-    nums = tuple(argnums) if multi else (argnums,)
+    nums: tuple[Any, ...] = tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
     for a in nums:
         if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
             raise TypeError(f"{who}: argnums must be an int or a tuple of ints, got {argnums!r}")

@@ -23,6 +23,7 @@ from tapegrad.pytree import tree_flatten, tree_unflatten
 from tapegrad.tape import Tape
 from tapegrad.tracer import Traced, value
 from tapegrad.transforms._util import fun_name
+from tapegrad.transforms.forward import ForwardTape
 
 
 def _flat_args(args: tuple[Any, ...]) -> tuple[list[Any], Any]:
@@ -218,8 +219,6 @@ class custom_jvp:
         self.rule = rule
 
     def __call__(self, *args: Any) -> Any:
-        from tapegrad.transforms.forward import ForwardTape
-
         name = f"custom_jvp({fun_name(self.fun)})"
         if self.rule is None:
             raise TypeError(f"{name}: no rule yet; call .defjvp(rule) first")
@@ -248,25 +247,26 @@ class custom_jvp:
         out = _apply_rule(name, self.fun, args, forward, make_vjp)
         return self.fun(*args) if out is None else out
 
-    def _push(self, tape: Any, flat: list[Any], tdef: Any) -> Any:
+    def _push(self, tape: ForwardTape, flat: list[Any], tdef: Any) -> Any:
         """Forward mode: call the rule with the tangents (row by row for a batch)."""
         from tapegrad.numpy import stack
 
+        rule = self.rule
+        assert rule is not None
         raw = _unbox(tape, flat)
-        tans = [x._node if type(x) is Traced and x._tape is tape else None for x in flat]
-        tans = [np.zeros(tape.batch + np.shape(value(r)), np.result_type(value(r))) if t is None else t
-                for t, r in zip(tans, raw)]
+        tans: list[Any] = [
+            x._node if type(x) is Traced and x._tape is tape
+            else np.zeros(tape.batch + np.shape(value(r)), np.result_type(value(r)))
+            for x, r in zip(flat, raw)
+        ]
         primals = tuple(tree_unflatten(tdef, raw))
         if not tape.batch:
-            out, tout = self.rule(primals, tuple(tree_unflatten(tdef, tans)))
+            out, tout = rule(primals, tuple(tree_unflatten(tdef, tans)))
         else:
-            rows = [self.rule(primals, tuple(tree_unflatten(tdef, [t[j] for t in tans])))
+            rows = [rule(primals, tuple(tree_unflatten(tdef, [t[j] for t in tans])))
                     for j in range(tape.batch[0])]
             out = rows[0][0]
             tout = stack([r[1] for r in rows])
-        from tapegrad.transforms.forward import ForwardTape
-
-        assert isinstance(tape, ForwardTape)
         return tape.watch_with(out, tout)
 
 

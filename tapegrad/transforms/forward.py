@@ -59,6 +59,7 @@ class ForwardTape(Tape):
                 c = _broadcast_tangent(c, len(batch), target)
             out = c if out is None else out + c
         dtype = value(ans).dtype
+        assert out is not None  # a recorded op has at least one traced argument
         if out.dtype != dtype:
             out = cast_to(out, dtype)
         return Traced(ans, self, out)
