@@ -219,6 +219,42 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
     return Traced(ans, tape, node)
 
 
+def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Callable[[Any, Any], Any]:
+    """A traced value's operator method for a binary primitive (``__mul__``...).
+
+    The hot case, a value of a plain tape times a constant (``x * 1.0001``),
+    is recorded inline, with no further call; everything else goes through
+    ``_apply2``. Rules and functions are looked up at call time (debug_nans
+    swaps them)."""
+    prim = _lookup(prim_fn)
+    argnum = 1 if reflected else 0
+
+    def method(self: Traced, other: Any) -> Any:
+        if type(other) is not Traced:
+            tape = self._tape
+            x = self._value
+            if tape.active and tape.record is None and type(x) is not Traced:
+                maker = prim.vjps.get(argnum)
+                if maker is not None:
+                    if reflected:
+                        ans = prim.fun(other, x)
+                        vjp = maker(ans, other, x)
+                    else:
+                        ans = prim.fun(x, other)
+                        vjp = maker(ans, x, other)
+                    node = Node(next_index(), ans.shape, ans.dtype, prim, (self._node,), (vjp,))
+                    tape._append(node)
+                    return Traced(ans, tape, node)
+        if reflected:
+            return _apply2(prim, other, self, _NO_KWARGS)
+        return _apply2(prim, self, other, _NO_KWARGS)
+
+    return method
+
+
+_NO_KWARGS: dict[str, Any] = {}
+
+
 def _apply1(prim: Primitive, a: Traced, kwargs: dict[str, Any]) -> Any:
     """``_apply`` for one traced argument (unary functions and methods)."""
     tape = a._tape

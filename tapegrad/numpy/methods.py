@@ -11,16 +11,14 @@ from typing import Any
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import Index
-from tapegrad.primitive import _apply1, _apply2
+from tapegrad.primitive import _apply1, binary_method
 from tapegrad.tracer import Traced
 
 _NO_KW: dict[str, Any] = {}
 
 
 def _binary(fn: Any) -> tuple[Any, Any]:
-    prim = fn.primitive
-    return (lambda self, other: _apply2(prim, self, other, _NO_KW),
-            lambda self, other: fn(other, self))
+    return binary_method(fn), binary_method(fn, reflected=True)
 
 
 def _unary(fn: Any) -> Any:
