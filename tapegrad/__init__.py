@@ -7,11 +7,11 @@
 """
 
 from tapegrad import numpy as numpy  # noqa: F401  (installs operators and rules)
+from tapegrad.debug import debug_nans
 from tapegrad.primitive import defjvp, defvjp, defvjp_argnum, primitive
 from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
 from tapegrad.tape import Tape
 from tapegrad.testing import check_grads
-from tapegrad.debug import debug_nans
 from tapegrad.tracer import value
 from tapegrad.transforms import (
     checkpoint,
