@@ -1,0 +1,195 @@
+"""tapegrad.torch: the PyTorch-style facade on tapegrad's one tape.
+
+    import tapegrad.torch as torch
+
+    w = torch.tensor([0.5, -1.0], requires_grad=True)
+    y = (w * torch.tensor([2.0, 3.0])).sum()
+    y.backward()
+    print(w.grad)            # tensor([2., 3.])
+
+Tensors hold plain arrays or traced values on the facade's tape; their
+methods call ``tapegrad.numpy``, and ``backward()`` is the tape's reverse
+walk. ``torch.nn`` / ``torch.optim`` live in their own modules.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from tapegrad.torch import _dtype, autograd, func  # noqa: E402, I001
+from tapegrad.torch._creation import (
+    BoolTensor,
+    DoubleTensor,
+    FloatTensor,
+    IntTensor,
+    LongTensor,
+    arange,
+    as_tensor,
+    broadcast_tensors,
+    cat,
+    concat,
+    concatenate,
+    einsum,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    hstack,
+    is_tensor,
+    linspace,
+    manual_seed,
+    numel,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+    seed,
+    stack,
+    tensor,
+    vstack,
+    where,
+    zeros,
+    zeros_like,
+)
+from tapegrad.torch._dtype import (
+    Size,
+    bool_,
+    cdouble,
+    cfloat,
+    complex64,
+    complex128,
+    device,
+    double,
+    dtype,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    half,
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    set_default_dtype,
+    short,
+    uint8,
+)
+from tapegrad.torch._graph import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from tapegrad.torch._tensor import Tensor
+
+bool = bool_  # noqa: A001
+float = _dtype.float  # noqa: A001
+int = _dtype.int  # noqa: A001
+inf = __import__("math").inf
+nan = __import__("math").nan
+pi = __import__("math").pi
+e = __import__("math").e
+
+__all__ = [
+    "BoolTensor", "DoubleTensor", "FloatTensor", "IntTensor", "LongTensor", "Size", "Tensor",
+    "arange", "as_tensor", "autograd", "bool", "broadcast_tensors", "cat", "cdouble", "cfloat",
+    "complex128", "complex64", "concat", "concatenate", "device", "double", "dtype", "einsum",
+    "empty", "empty_like", "enable_grad", "eye", "float", "float16", "float32", "float64",
+    "from_numpy", "full", "full_like", "func", "get_default_dtype", "half", "hstack",
+    "inference_mode", "int", "int16", "int32", "int64", "int8", "is_grad_enabled",
+    "is_inference_mode_enabled", "is_tensor", "linspace", "long", "manual_seed", "no_grad", "numel",
+    "ones", "ones_like", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like",
+    "randperm", "seed", "set_default_dtype", "set_grad_enabled", "short", "stack", "tensor",
+    "uint8", "vstack", "where", "zeros", "zeros_like",
+]
+
+# the function forms of tensor methods: torch.exp(x), torch.sum(x, dim=0), ...
+_METHODS = """abs absolute acos acosh add addcdiv addcmul all allclose amax amin any argmax argmin
+argsort asin asinh atan atan2 atanh ceil chunk clamp clamp_max clamp_min clip clone cos cosh
+count_nonzero cumprod cumsum detach diag diagonal div divide dot equal exp exp2 expm1 flatten
+flip floor frac gather index_select isclose isfinite isinf isnan lerp log log10 log1p log2
+log_softmax logical_and logical_not logical_or logsumexp masked_fill matmul maximum mean minimum mm
+movedim mul multiply mv nansum narrow neg negative nonzero norm outer permute pow prod reciprocal
+relu reshape roll round rsqrt select sigmoid sign sin sinh softmax sort split sqrt square squeeze
+std sub subtract sum swapaxes t tan tanh topk trace transpose tril triu true_divide trunc unbind
+unflatten unsqueeze var""".split()
+
+
+def _function_form(name: str) -> Any:
+    method = getattr(Tensor, name)
+
+    def fn(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        if not isinstance(input, Tensor):
+            input = tensor(input)  # noqa: A001
+        return method(input, *args, **kwargs)
+
+    fn.__name__ = name
+    fn.__doc__ = f"``torch.{name}(input, ...)``: the same as ``input.{name}(...)``."
+    return fn
+
+
+for _n in _METHODS:
+    globals()[_n] = _function_form(_n)
+
+
+def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001, A002
+    """``input.max()``, ``input.max(dim)`` (values, indices) or the elementwise maximum."""
+    return input.max(dim, keepdim)
+
+
+def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001, A002
+    """``input.min()``, ``input.min(dim)`` (values, indices) or the elementwise minimum."""
+    return input.min(dim, keepdim)
+
+
+def is_floating_point(x: Tensor) -> builtins.bool:
+    return x.is_floating_point()
+
+
+def set_printoptions(precision: Any = None, threshold: Any = None, edgeitems: Any = None,
+                     linewidth: Any = None, profile: Any = None, sci_mode: Any = None) -> None:
+    """Set the repr options (precision, threshold, edgeitems, linewidth)."""
+    from tapegrad.torch import _format
+
+    if profile == "default":
+        _format.PRECISION, _format.THRESHOLD, _format.EDGEITEMS, _format.LINEWIDTH = 4, 1000, 3, 80
+    for name, v in (("PRECISION", precision), ("THRESHOLD", threshold), ("EDGEITEMS", edgeitems),
+                    ("LINEWIDTH", linewidth)):
+        if v is not None:
+            setattr(_format, name, v)
+
+
+class cuda:  # noqa: N801
+    """``torch.cuda``: availability through CuPy."""
+
+    @staticmethod
+    def is_available() -> builtins.bool:
+        try:
+            import cupy
+
+            return cupy.cuda.runtime.getDeviceCount() > 0
+        except Exception:
+            return False
+
+    @staticmethod
+    def device_count() -> Any:
+        return 1 if cuda.is_available() else 0
+
+    @staticmethod
+    def manual_seed(s: Any) -> None:
+        pass
+
+    @staticmethod
+    def synchronize() -> None:
+        pass

@@ -1,0 +1,309 @@
+"""Creation functions and the ``torch.*`` function forms of tensor methods."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+import tapegrad.numpy as tnp
+from tapegrad.numpy import wrap as _w
+from tapegrad.torch import _dtype as D
+from tapegrad.torch._graph import GT
+from tapegrad.torch._tensor import Tensor, _new, _promote, _result, _shape_arg, _v
+from tapegrad.tracer import Traced, value
+
+_state: dict[str, Any] = {"rng": np.random.default_rng()}
+
+REQUIRES_FLOAT = "Only Tensors of floating point and complex dtype can require gradients"
+
+
+def _rng() -> np.random.Generator:
+    return _state["rng"]
+
+
+def manual_seed(seed: int) -> Any:
+    """Seed the facade's random number generator (NumPy's, not PyTorch's stream)."""
+    _state["rng"] = np.random.default_rng(seed)
+    return _state["rng"]
+
+
+def seed() -> int:
+    s = int(np.random.SeedSequence().entropy % (2**63))
+    manual_seed(s)
+    return s
+
+
+def _finish(arr: Any, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+    if dtype is not None:
+        arr = arr.astype(D.to_np(dtype), copy=False)
+    if device is not None and D.device(device).type == "cuda":
+        import cupy
+
+        arr = cupy.asarray(arr)
+    t = _new(arr)
+    if requires_grad:
+        if arr.dtype.kind not in "fc":
+            raise RuntimeError(REQUIRES_FLOAT)
+        t.requires_grad_(True)
+    return t
+
+
+def _nested_values(data: Any) -> Any:
+    if isinstance(data, Tensor):
+        v = value(data._value)
+        return v.item() if getattr(v, "ndim", 1) == 0 else np.asarray(v).tolist()
+    if isinstance(data, (list, tuple)):
+        return [_nested_values(d) for d in data]
+    return data
+
+
+def _infer_array(data: Any) -> Any:
+    if isinstance(data, Tensor):
+        return np.array(value(data._value))
+    if isinstance(data, np.ndarray):
+        return data.copy()
+    if isinstance(data, np.generic):
+        return np.asarray(data)
+    arr = np.array(_nested_values(data))
+    k = arr.dtype.kind
+    if k == "f":
+        arr = arr.astype(D.get_default_dtype().np)
+    elif k == "c":
+        arr = arr.astype(D.get_default_dtype().to_complex().np)
+    elif k in "iu":
+        arr = arr.astype(np.int64)
+    return arr
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+           pin_memory: bool = False) -> Tensor:
+    """A new leaf tensor holding a copy of ``data``.
+
+    Python floats give ``torch.float32``, ints ``torch.int64``, bools ``torch.bool``;
+    NumPy arrays keep their dtype.
+
+    Example:
+        >>> torch.tensor([[1.5, 2.0]], requires_grad=True)
+        tensor([[1.5000, 2.0000]], requires_grad=True)
+    """
+    return _finish(_infer_array(data), dtype, device, requires_grad)
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """``data`` as a tensor, sharing memory with a NumPy array or tensor when it can."""
+    if isinstance(data, Tensor):
+        return data.to(dtype) if dtype is not None else data
+    if isinstance(data, np.ndarray) and (dtype is None or D.to_np(dtype) == data.dtype):
+        return _new(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(a: np.ndarray) -> Tensor:
+    """A tensor sharing memory with the NumPy array ``a``."""
+    return _new(a)
+
+
+def is_tensor(x: Any) -> bool:
+    return isinstance(x, Tensor)
+
+
+def numel(x: Tensor) -> int:
+    return x.numel()
+
+
+def _factory(fn: Any, default_int: bool = False) -> Any:
+    def make(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+             out: Any = None, layout: Any = None) -> Tensor:
+        shape = _shape_arg(size)
+        dt = D.to_np(dtype) if dtype is not None else D.get_default_dtype().np
+        return _finish(fn(shape, dt), None, device, requires_grad)
+
+    return make
+
+
+zeros = _factory(lambda s, d: np.zeros(s, d))
+ones = _factory(lambda s, d: np.ones(s, d))
+empty = _factory(lambda s, d: np.zeros(s, d))
+rand = _factory(lambda s, d: _rng().random(s).astype(d))
+randn = _factory(lambda s, d: _rng().standard_normal(s).astype(d))
+zeros.__doc__ = "A tensor of zeros of the given size (float32 unless ``dtype``)."
+ones.__doc__ = "A tensor of ones of the given size (float32 unless ``dtype``)."
+empty.__doc__ = "An (here: zero-filled) tensor of the given size."
+rand.__doc__ = "Uniform random numbers in [0, 1) (NumPy's generator; seed with manual_seed)."
+randn.__doc__ = "Standard normal random numbers (NumPy's generator; seed with manual_seed)."
+
+
+def _fill_dtype(fill_value: Any) -> Any:
+    if isinstance(fill_value, builtins.bool):
+        return np.bool_
+    if isinstance(fill_value, builtins.int):
+        return np.int64
+    if isinstance(fill_value, complex):
+        return D.get_default_dtype().to_complex().np
+    return D.get_default_dtype().np
+
+
+def full(size: Any, fill_value: Any, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    """A tensor of ``size`` filled with ``fill_value``."""
+    dt = D.to_np(dtype) if dtype is not None else _fill_dtype(value(_v(fill_value)))
+    return _finish(np.full(_shape_arg((size,)) if not isinstance(size, int) else (size,),
+                           value(_v(fill_value)), dt), None, device, requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
+    """The identity matrix (``n`` x ``m``)."""
+    dt = D.to_np(dtype) if dtype is not None else D.get_default_dtype().np
+    return _finish(np.eye(n, m, dtype=dt), None, device, requires_grad)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """Values from ``start`` to ``end`` (exclusive): int64 for integer arguments, else float32."""
+    if end is None:
+        start, end = 0, start
+    args = [value(_v(a)) for a in (start, end, step)]
+    if dtype is None:
+        is_int = all(isinstance(a, (builtins.int, np.integer)) for a in args)
+        dtype = D.int64 if is_int else D.get_default_dtype()
+    dt = D.to_np(dtype)
+    n = max(0, int(np.ceil((args[1] - args[0]) / args[2])))
+    arr = (args[0] + np.arange(n, dtype=np.float64 if dt.kind == "f" else np.int64) * args[2]).astype(dt)
+    return _finish(arr, None, device, requires_grad)
+
+
+def linspace(start: Any, end: Any, steps: int, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    dt = D.to_np(dtype) if dtype is not None else D.get_default_dtype().np
+    return _finish(np.linspace(value(_v(start)), value(_v(end)), steps).astype(dt), None, device,
+                   requires_grad)
+
+
+def randint(low: int, high: Any = None, size: Any = None, dtype: Any = None, device: Any = None,
+            requires_grad: bool = False) -> Tensor:
+    """Random integers in [low, high) (int64 unless ``dtype``)."""
+    if size is None:
+        low, high, size = 0, low, high
+    if high is None or isinstance(high, (tuple, list)):
+        low, high, size = 0, low, high
+    dt = D.to_np(dtype) if dtype is not None else np.int64
+    return _finish(_rng().integers(low, high, tuple(size)).astype(dt), None, device, requires_grad)
+
+
+def randperm(n: int, dtype: Any = None) -> Tensor:
+    return _new(_rng().permutation(n).astype(D.to_np(dtype) if dtype else np.int64))
+
+
+def _like(fn: Any) -> Any:
+    def make(t: Tensor, *args: Any, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+        dt = dtype if dtype is not None else t.dtype
+        return fn(*args, *t.shape, dtype=dt, device=device or t.device, requires_grad=requires_grad) \
+            if not args else fn(tuple(t.shape), *args, dtype=dt, device=device or t.device,
+                                requires_grad=requires_grad)
+
+    return make
+
+
+zeros_like = _like(zeros)
+ones_like = _like(ones)
+empty_like = _like(empty)
+rand_like = _like(rand)
+randn_like = _like(randn)
+full_like = _like(full)
+
+
+def randint_like(t: Tensor, low: int, high: Any = None, dtype: Any = None) -> Tensor:
+    return randint(low, high, tuple(t.shape), dtype=dtype or t.dtype)
+
+
+def _legacy(dt: D.dtype) -> Any:
+    def make(*args: Any) -> Tensor:
+        if len(args) == 1 and not isinstance(args[0], int):
+            return tensor(args[0], dtype=dt)
+        return zeros(*args, dtype=dt)
+
+    make.__name__ = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
+                     "int32": "IntTensor", "bool": "BoolTensor"}[dt.name]
+    return make
+
+
+FloatTensor = _legacy(D.float32)
+DoubleTensor = _legacy(D.float64)
+LongTensor = _legacy(D.int64)
+IntTensor = _legacy(D.int32)
+BoolTensor = _legacy(D.bool_)
+
+
+# --- several tensors in ------------------------------------------------------------------------
+
+
+def _common(tensors: Sequence[Tensor]) -> list[Any]:
+    vals = [t._value for t in tensors]
+    dts = {v.dtype for v in vals}
+    if len(dts) > 1:
+        ref = vals[0]
+        for v in vals[1:]:
+            ref, _ = _promote(ref, v)
+        target = ref.dtype
+        vals = [v if v.dtype == target else _promote(v, ref)[0] for v in vals]
+    return vals
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Concatenate along ``dim`` (``CatBackward0``)."""
+    tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors)
+    return _result(tnp.concatenate(_common(tensors), axis=dim), "CatBackward0", tuple(tensors))
+
+
+concat = concatenate = cat
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Stack along a new axis ``dim`` (``StackBackward0``)."""
+    return _result(tnp.stack(_common(tensors), axis=dim), "StackBackward0", tuple(tensors))
+
+
+def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    return cat([t.reshape(1, -1) if t.ndim == 1 else t for t in tensors], 0)
+
+
+def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa: A002
+    """``input`` where ``condition`` holds, else ``other`` (``WhereBackward0``)."""
+    c = value(_v(condition))
+    if input is None and other is None:
+        return tuple(_new(np.asarray(i, np.int64)) for i in np.nonzero(c))
+    a, b = _v(input), _v(other)
+    if isinstance(input, Tensor) and isinstance(other, Tensor):
+        a, b = _promote(a, b)
+    elif isinstance(input, Tensor):
+        b = np.asarray(b, dtype=a.dtype)
+    elif isinstance(other, Tensor):
+        a = np.asarray(a, dtype=b.dtype)
+    ins = tuple(x for x in (input, other) if isinstance(x, Tensor))
+    return _result(_w.where3(c, a, b), "WhereBackward0", ins)
+
+
+def einsum(equation: str, *operands: Any) -> Tensor:
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    return _result(tnp.einsum(equation, *[t._value for t in operands]), "ViewBackward0", operands)
+
+
+def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
+    shape = np.broadcast_shapes(*[tuple(t.shape) for t in tensors])
+    return tuple(t.expand(*shape) for t in tensors)
+
+
+def _is_traced(t: Tensor) -> bool:
+    v = t._value
+    return type(v) is Traced and v._tape is GT

@@ -1,0 +1,391 @@
+"""The facade's graph: grad mode, ``grad_fn`` nodes and the backward walk.
+
+There is one facade tape, ``GT`` (a :class:`tapegrad.tape.GraphTape`): it
+records while grad mode is on (its per-thread switch), and its graph is owned
+by the values that reach it. ``grad_fn`` objects are views over its nodes:
+one per facade op, named as PyTorch names them, with ``next_functions``
+pointing at the ``grad_fn`` of each input (or the input's
+``AccumulateGrad`` when it is a leaf). ``backward`` is the tape's reverse
+walk (:func:`tapegrad.tape.backprop`) seeded at the root.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from tapegrad.tape import GraphTape, backprop, next_index, reachable
+from tapegrad.tape import Node as _CoreNode
+from tapegrad.tracer import Traced
+
+
+class _FacadeTape(GraphTape):
+    """The facade's GraphTape, with the recording hook kept lean (the per-op
+    cost of every facade op): the same entry ``record_boxed`` makes."""
+
+    def record(self, prim: Any, ans: Any, args: Any, raw: Any, kwargs: Any, argnums: Any) -> Traced:
+        out = Traced(ans, self, None)
+        table = prim.vjps
+        if len(argnums) == 1:
+            i = argnums[0]
+            parents: tuple[Any, ...] = (args[i]._node,)
+            vjps: tuple[Any, ...] = ((table.get(i) or prim.vjp_maker(i))(out, *args, **kwargs),)
+        else:
+            parents = tuple([args[i]._node for i in argnums])
+            vjps = tuple([(table.get(i) or prim.vjp_maker(i))(out, *args, **kwargs) for i in argnums])
+        out._node = _CoreNode(next_index(), ans.shape, ans.dtype, prim, parents, vjps)
+        return out
+
+
+GT = _FacadeTape()
+
+# --- grad mode ------------------------------------------------------------------------------
+
+
+def is_grad_enabled() -> bool:
+    """True when operations are recorded for differentiation (this thread)."""
+    return GT.active
+
+
+class _GradModeContext:
+    """Base of the grad-mode switches: a context manager and a decorator."""
+
+    mode = True
+
+    def __enter__(self) -> None:
+        self.prev = GT.active
+        GT.active = self.mode
+
+    def __exit__(self, *exc: Any) -> None:
+        GT.active = self.prev
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            prev = GT.active
+            GT.active = mode
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                GT.active = prev
+
+        return wrapper
+
+    def clone(self) -> _GradModeContext:
+        return self.__class__()
+
+
+class no_grad(_GradModeContext):  # noqa: N801
+    """Context manager and decorator that turns recording off.
+
+    Example:
+        >>> with torch.no_grad():
+        ...     y = x * 2          # y.requires_grad is False
+    """
+
+    mode = False
+
+
+class enable_grad(_GradModeContext):  # noqa: N801
+    """Context manager and decorator that turns recording on."""
+
+    mode = True
+
+
+class set_grad_enabled(_GradModeContext):  # noqa: N801
+    """Set grad mode: as a plain call (takes effect at once), a context manager
+    (restored on exit) or a decorator."""
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = GT.active
+        self.mode = bool(mode)
+        GT.active = self.mode
+
+    def __enter__(self) -> None:
+        GT.active = self.mode
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        GT.active = self.prev
+        return super().__call__(fn)
+
+    def clone(self) -> set_grad_enabled:
+        return self.__class__(self.mode)
+
+
+class inference_mode(_GradModeContext):  # noqa: N801
+    """Like :class:`no_grad` (``inference_mode(False)`` changes nothing)."""
+
+    def __init__(self, mode: bool = True) -> None:
+        self.enabled = bool(mode)
+
+    def __enter__(self) -> None:
+        self.prev = GT.active
+        if self.enabled:
+            GT.active = False
+
+    @property  # type: ignore[override]
+    def mode(self) -> bool:
+        return not self.enabled if self.enabled else GT.active
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        if not self.enabled:
+            return fn
+        return no_grad()(fn)
+
+    def clone(self) -> inference_mode:
+        return self.__class__(self.enabled)
+
+
+def is_inference_mode_enabled() -> bool:
+    return False
+
+
+# --- version counters --------------------------------------------------------------------------
+
+
+class VersionCounter:
+    """Shared by a tensor and its ``detach()``-ed aliases; bumped by in-place ops."""
+
+    __slots__ = ("v",)
+
+    def __init__(self) -> None:
+        self.v = 0
+
+
+_last_bump = [0]  # tape index at the latest in-place bump (graphs older than it get checked)
+
+
+def bump(vc: VersionCounter) -> None:
+    vc.v += 1
+    _last_bump[0] = next_index()
+
+
+# --- grad_fn nodes ------------------------------------------------------------------------------
+
+
+class Node:
+    """A node of the backward graph (``grad_fn``): ``name()``, ``next_functions``."""
+
+    __slots__ = ("_edges", "_core", "_saved", "__weakref__")
+    _name = "Node"
+
+    def name(self) -> str:
+        """The PyTorch name of this node (``"MulBackward0"``)."""
+        return self._name
+
+    @property
+    def next_functions(self) -> tuple[tuple[Any, int], ...]:
+        """One ``(node_or_None, output_index)`` per input, in PyTorch's order."""
+        return tuple((_edge_node(t), nr) for t, nr in self._edges)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return {}
+
+    def __repr__(self) -> str:
+        return f"<{self._name} object at {hex(id(self))}>"
+
+    def register_hook(self, fn: Callable[..., Any]) -> Any:
+        raise NotImplementedError("tapegrad.torch: hooks on grad_fn nodes are not supported; "
+                                  "use Tensor.register_hook")
+
+    register_prehook = register_hook
+
+
+def _edge_node(t: Any) -> Any:
+    if t is None or isinstance(t, Node):
+        return t
+    return t._accumulate_grad()  # a leaf tensor
+
+
+@functools.cache
+def node_class(name: str) -> type[Node]:
+    """The ``grad_fn`` class of a PyTorch node name (one class per name)."""
+    return type(name, (Node,), {"__slots__": (), "_name": name})
+
+
+class AccumulateGrad(Node):
+    """The node that accumulates into a leaf's ``.grad``; ``.variable`` is the leaf."""
+
+    __slots__ = ("variable",)
+    _name = "torch::autograd::AccumulateGrad"
+
+    def __init__(self, variable: Any) -> None:
+        self.variable = variable
+        self._edges = ()
+        self._core = None
+        self._saved = ()
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {hex(id(self))}>"
+
+
+_CORE_NAMES = {
+    "add": "AddBackward0", "subtract": "SubBackward0", "multiply": "MulBackward0",
+    "divide": "DivBackward0", "negative": "NegBackward0", "power": "PowBackward1",
+    "sum": "SumBackward1", "sum_to": "SumToSizeBackward0", "broadcast_to": "ExpandBackward0",
+    "reshape": "ViewBackward0", "transpose": "PermuteBackward0", "matmul": "MmBackward0",
+    "getitem": "IndexBackward0", "index_add": "IndexPutBackward0", "setitem": "CopySlices",
+    "cast": "ToCopyBackward0", "astype": "ToCopyBackward0", "concatenate": "CatBackward0",
+    "where": "WhereBackward0", "copy": "CloneBackward0", "max": "MaxBackward1",
+    "min": "MinBackward1", "clip": "ClampBackward1", "logsumexp": "LogsumexpBackward0",
+    "absolute": "AbsBackward0", "log1p": "Log1PBackward0", "expm1": "Expm1Backward0",
+}
+
+
+def core_name(prim: Any) -> str:
+    """A PyTorch-style node name for a tape entry no facade op made (``create_graph``)."""
+    name = prim.name
+    if name in _CORE_NAMES:
+        return _CORE_NAMES[name]
+    return "".join(p.capitalize() for p in name.split("_")) + "Backward0"
+
+
+_core_views: weakref.WeakKeyDictionary[Any, Node] = weakref.WeakKeyDictionary()
+
+
+def core_view(core: Any) -> Node:
+    """The ``grad_fn`` view of a tape entry no facade op made (cached per entry)."""
+    node = _core_views.get(core)
+    if node is None:
+        node = node_class(core_name(core.prim)).__new__(node_class(core_name(core.prim)))
+        edges = []
+        for p in core.parents:
+            if p.prim is not None:
+                edges.append((core_view(p), 0))
+            else:
+                edges.append((leaf_tensor(p.index), 0))
+        node._edges = tuple(edges)
+        node._core = core
+        node._saved = ()
+        _core_views[core] = node
+    return node
+
+
+# leaf tensors that require grad, by tape index (the backward walk accumulates into them)
+_leaves: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+
+
+def register_leaf(t: Any) -> None:
+    _leaves[t._value._node.index] = t
+
+
+def leaf_tensor(index: int) -> Any:
+    return _leaves.get(index)
+
+
+# tensor hooks and retain_grad, by tape node (weakly: they go with the graph)
+tensor_hooks: weakref.WeakKeyDictionary[Any, list[Callable[[Any], Any]]] = weakref.WeakKeyDictionary()
+
+
+# --- saved tensors and their versions -----------------------------------------------------------
+
+
+def _closure_values(fns: Any) -> Iterator[Any]:
+    for f in fns or ():
+        cells = getattr(f, "__closure__", None)
+        for c in cells or ():
+            try:
+                yield c.cell_contents
+            except ValueError:
+                continue
+
+
+def check_versions(root: Node | None) -> None:
+    """Raise PyTorch's error when a tensor a node saved was modified in place
+    after it was saved (walks the ``grad_fn`` graph from ``root``)."""
+    if root is None:
+        return
+    stack = [root]
+    seen = {id(root)}
+    while stack:
+        node = stack.pop()
+        saved = node._saved
+        if saved and node._core is not None:
+            for i in range(0, len(saved), 3):
+                val, vc, ver = saved[i], saved[i + 1], saved[i + 2]
+                if vc.v != ver and any(c is val for c in _closure_values(node._core.vjps)):
+                    raise RuntimeError(version_message(val, vc.v, ver))
+        for t, _ in node._edges:
+            if isinstance(t, Node) and id(t) not in seen:
+                seen.add(id(t))
+                stack.append(t)
+
+
+def version_message(val: Any, now: int, expected: int) -> str:
+    from tapegrad.torch._dtype import from_np
+    from tapegrad.tracer import value
+
+    v = value(val)
+    kind = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+            "int32": "Int", "bool": "Bool", "complex64": "ComplexFloat",
+            "complex128": "ComplexDouble"}.get(from_np(v.dtype).name, "Float")
+    shape = ", ".join(str(s) for s in np.shape(v))
+    return (
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: [torch.{kind}Tensor [{shape}]] is at version {now}; expected "
+        f"version {expected} instead. Hint: enable anomaly detection to find the operation "
+        "that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True)."
+    )
+
+
+# --- the backward walk ----------------------------------------------------------------------------
+
+
+def run_backward(roots: list[Any], seeds: list[Any], retain_graph: bool, create_graph: bool,
+                 capture: list[Any] | None = None) -> dict[int, Any]:
+    """Push ``seeds`` back from the ``roots`` (tensors that require grad).
+
+    Returns the cotangent table: leaf node index -> cotangent, plus, for each
+    tensor in ``capture`` that is not a leaf, ``-index`` -> its total cotangent.
+    Tensor hooks run on the way (a hook may replace the gradient).
+    """
+    ct: dict[int, Any] = {}
+    cores = []
+    for r, s in zip(roots, seeds):
+        node = r._value._node
+        cores.append(node)
+        i = node.index
+        ct[i] = ct[i] + s if i in ct else s
+    order = list(reachable(cores))
+    if order and _last_bump[0] > order[-1].index:  # an in-place op since this graph was made
+        for r in roots:
+            check_versions(r._grad_fn)
+    hooks: dict[int, list[Callable[[Any], Any]]] | None = None
+    if tensor_hooks:
+        hooks = {n.index: fns for n, fns in tensor_hooks.items() if n.prim is not None}
+    captured: dict[int, Any] = {}
+    if capture:
+        hooks = dict(hooks) if hooks else {}
+        for t in capture:
+            node = t._value._node
+            if node.prim is not None:
+                i = node.index
+                hooks[i] = list(hooks.get(i, ())) + [_capturer(captured, i)]
+    prev = GT.active
+    GT.active = create_graph
+    try:
+        out = backprop(order, ct, retain_graph, hooks)
+    finally:
+        GT.active = prev
+    for i, g in captured.items():
+        out[-i] = g
+    return out
+
+
+def _capturer(store: dict[int, Any], i: int) -> Callable[[Any], Any]:
+    def capture(g: Any) -> Any:
+        store[i] = g
+        return g
+
+    return capture
+
+
+def is_traced_on_gt(v: Any) -> bool:
+    return type(v) is Traced and v._tape is GT

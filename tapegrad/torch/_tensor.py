@@ -1,0 +1,1684 @@
+"""``tapegrad.torch.Tensor``: a skin over tapegrad's traced values.
+
+A tensor holds ``_value``: a plain array (it needs no grad) or a traced value
+on the facade tape ``GT`` (it requires grad; a leaf is a watched value).
+Every method calls ``tapegrad.numpy`` on ``_value`` and wraps the result;
+:func:`_result` attaches the PyTorch-named ``grad_fn`` view when the result
+was recorded. No gradient logic lives here.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import warnings
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+import tapegrad.numpy as tnp
+from tapegrad.numpy import wrap as _w
+from tapegrad.torch import _dtype as D
+from tapegrad.torch import _format
+from tapegrad.torch import _prims as P
+from tapegrad.torch._graph import (
+    GT,
+    AccumulateGrad,
+    VersionCounter,
+    bump,
+    core_view,
+    leaf_tensor,
+    node_class,
+    register_leaf,
+    tensor_hooks,
+)
+from tapegrad.tracer import Traced, value
+
+ndarray = np.ndarray
+_generic = np.generic
+
+LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+NONLEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+    "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+    "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+    "instead. See github.com/pytorch/pytorch/pull/30531 for more information."
+)
+
+
+# --- making tensors -------------------------------------------------------------------------------
+
+
+def _new(v: Any, cls: type | None = None) -> Tensor:
+    t = object.__new__(cls or Tensor)
+    t._value = v
+    t._grad_fn = None
+    t._nr = 0
+    t._vc = VersionCounter()
+    return t
+
+
+def _edge(x: Any) -> tuple[Any, int]:
+    fn = x._grad_fn
+    if fn is not None:
+        return (fn, x._nr)
+    v = x._value
+    if type(v) is Traced and v._tape is GT:
+        n = v._node
+        if n.prim is None:
+            t = leaf_tensor(n.index)
+            return (x if t is None else t, 0)
+        return (core_view(n), 0)
+    return (None, 0)
+
+
+_classes: dict[str, type] = {}
+
+
+def _node(name: str, ins: Sequence[Any], core: Any, out: Any, out_vc: VersionCounter,
+          out_ver: int = 0) -> Any:
+    """A ``grad_fn`` view for a recorded facade op: edges to ``ins`` (tensors, or
+    None for scalars PyTorch lists), and what it may have saved, with versions
+    (checked only if an in-place op happens later; see ``_graph.check_versions``)."""
+    cls = _classes.get(name)
+    if cls is None:
+        cls = _classes[name] = node_class(name)
+    node = object.__new__(cls)
+    n = len(ins)
+    if n == 1:
+        x = ins[0]
+        vc = x._vc
+        fn = x._grad_fn
+        node._edges = ((fn, x._nr) if fn is not None else _edge(x),)
+        node._saved = (x._value, vc, vc.v, out, out_vc, out_ver)
+    elif n == 2 and ins[1] is None:
+        x = ins[0]
+        vc = x._vc
+        fn = x._grad_fn
+        node._edges = ((fn, x._nr) if fn is not None else _edge(x), (None, 0))
+        node._saved = (x._value, vc, vc.v, out, out_vc, out_ver)
+    else:
+        edges = []
+        saved: list[Any] = []
+        for x in ins:
+            if x is None:
+                edges.append((None, 0))
+            else:
+                edges.append(_edge(x))
+                vc = x._vc
+                saved += (x._value, vc, vc.v)
+        saved += (out, out_vc, out_ver)
+        node._edges = tuple(edges)
+        node._saved = tuple(saved)
+    node._core = core
+    return node
+
+
+def _result(r: Any, name: str, ins: Sequence[Any]) -> Tensor:
+    """Wrap an op's result ``r``; if it was recorded on the facade tape, give
+    it a ``grad_fn`` named ``name`` whose inputs are ``ins``."""
+    tr = type(r)
+    if tr is Traced:
+        if r._tape is GT:
+            pv = r._value
+            if isinstance(pv, _generic):
+                r._value = np.asarray(pv)
+            t = _new(r)
+            t._grad_fn = _node(name, ins, r._node, r, t._vc)
+            return t
+        return _new(r)
+    if tr is not ndarray and isinstance(r, (_generic, builtins.bool, builtins.int, builtins.float, complex)):
+        r = np.asarray(r)
+    return _new(r)
+
+
+def _multi(rs: Sequence[Any], name: str, ins: Sequence[Any]) -> tuple[Tensor, ...]:
+    """Several outputs of one facade op sharing one ``grad_fn`` (unbind, split)."""
+    outs = [_result(r, "", ()) for r in rs]
+    if any(o._grad_fn is not None for o in outs):
+        node = _node(name, ins, None, None, VersionCounter())
+        node._saved = ()
+        for i, o in enumerate(outs):
+            if o._grad_fn is not None:
+                o._grad_fn = node
+                o._nr = i
+    return tuple(outs)
+
+
+def _v(x: Any) -> Any:
+    return x._value if isinstance(x, Tensor) else x
+
+
+def _np_dtype(dtype: Any) -> Any:
+    return D.to_np(dtype)
+
+
+def _cast(v: Any, dt: Any) -> Any:
+    if v.dtype == dt:
+        return v
+    if type(v) is Traced:
+        return tnp.astype(v, dt)
+    return v.astype(dt)
+
+
+def _default_float() -> Any:
+    return D.get_default_dtype().np
+
+
+def _cat(k: str) -> int:
+    return {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}[k]
+
+
+def _promote(a: Any, b: Any, div: bool = False) -> tuple[Any, Any]:
+    """Cast two tensor values to PyTorch's result dtype where NumPy's differs."""
+    da, db = a.dtype, b.dtype
+    if da != db:
+        ka, kb = _cat(da.kind), _cat(db.kind)
+        if ka != kb:
+            if ka > kb:
+                b = _cast(b, da if db.kind != "c" else db)
+            else:
+                a = _cast(a, db)
+            da = db = a.dtype if ka > kb else b.dtype
+        else:
+            za, zb = a.ndim == 0, b.ndim == 0
+            if za and not zb:
+                a = _cast(a, db)
+            elif zb and not za:
+                b = _cast(b, da)
+    if div and da.kind in "biu" and db.kind in "biu":
+        f = _default_float()
+        a, b = _cast(a, f), _cast(b, f)
+    return a, b
+
+
+def _scalar_operand(a: Any, s: Any, div: bool = False) -> Any:
+    """Cast tensor value ``a`` for an op with Python scalar ``s`` (PyTorch's rules)."""
+    k = a.dtype.kind
+    if k in "biu":
+        ts = type(s)
+        if ts is builtins.float or (div and ts in (builtins.int, builtins.bool)):
+            return _cast(a, _default_float())
+        if ts is complex:
+            return _cast(a, np.complex64)
+        if ts is builtins.int and k == "b":
+            return _cast(a, np.int64)
+    return a
+
+
+def _operands(self: Tensor, other: Any, div: bool = False) -> tuple[Any, Any, Any]:
+    a = self._value
+    if isinstance(other, Tensor):
+        b = other._value
+        if div or a.dtype != b.dtype:
+            a, b = _promote(a, b, div)
+        return a, b, other
+    if isinstance(other, (ndarray, _generic)):
+        b = np.asarray(other)
+        if div or a.dtype != b.dtype:
+            a, b = _promote(a, b, div)
+        return a, b, None
+    if type(other) is not builtins.float or a.dtype.kind not in "fc":
+        a = _scalar_operand(a, other, div)
+    return a, other, None
+
+
+def _dims(dim: Any, ndim: int) -> Any:
+    if dim is None:
+        return None
+    if isinstance(dim, (list, tuple)):
+        return tuple(d % builtins.max(ndim, 1) for d in dim) if ndim else tuple(dim)
+    return dim
+
+
+def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(builtins.int(s) for s in shape)
+
+
+class _ReturnTypes(tuple):
+    """PyTorch's named (values, indices) result of ``max(dim)`` and friends."""
+
+    _name = "max"
+
+    def __new__(cls, values: Any, indices: Any, name: str = "max") -> _ReturnTypes:
+        self = super().__new__(cls, (values, indices))
+        self._name = name
+        return self
+
+    @property
+    def values(self) -> Any:
+        return self[0]
+
+    @property
+    def indices(self) -> Any:
+        return self[1]
+
+    def __repr__(self) -> str:
+        return f"torch.return_types.{self._name}(\nvalues={self[0]!r},\nindices={self[1]!r})"
+
+
+def _index_key(key: Any) -> Any:
+    """A PyTorch index with tensors read as NumPy arrays."""
+    if isinstance(key, tuple):
+        return tuple(_index_key(k) for k in key)
+    if isinstance(key, Tensor):
+        return value(key._value)
+    if isinstance(key, list) and builtins.any(isinstance(k, Tensor) for k in key):
+        return [_index_key(k) for k in key]
+    return key
+
+
+def _index_name(key: Any, setting: bool = False) -> str:
+    items = key if isinstance(key, tuple) else (key,)
+    advanced = False
+    for k in items:
+        if isinstance(k, (list, ndarray)) or (isinstance(k, Tensor)):
+            advanced = True
+    if setting:
+        return "IndexPutBackward0" if advanced else "CopySlices"
+    if advanced:
+        return "IndexBackward0"
+    if isinstance(key, slice):
+        return "SliceBackward0"
+    last = "AliasBackward0"
+    for k in items:
+        if k is None:
+            last = "UnsqueezeBackward0"
+        elif isinstance(k, slice):
+            if k != slice(None):
+                last = "SliceBackward0"
+        elif k is not Ellipsis:
+            last = "SelectBackward0"
+    return last
+
+
+def _wrap_hook(hook: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def raw(g: Any) -> Any:
+        out = hook(_new(g))
+        return g if out is None else _v(out)
+
+    return raw
+
+
+class _Handle:
+    def __init__(self, store: list[Any], fn: Any) -> None:
+        self._store = store
+        self._fn = fn
+
+    def remove(self) -> None:
+        if self._fn in self._store:
+            self._store.remove(self._fn)
+
+
+_DONE = object()  # an in-place op that already wrote into the buffer
+
+
+def _own(g: Any) -> Any:
+    if type(g) is ndarray and (not g.flags.writeable or g.base is not None):
+        return g.copy()
+    return g
+
+
+# --- the tensor ------------------------------------------------------------------------------------
+
+
+class Tensor:
+    """A PyTorch-style tensor on tapegrad's tape.
+
+    Build one with :func:`tapegrad.torch.tensor` (or ``zeros``, ``randn`` ...).
+    ``torch.Tensor(data)`` also works (float32, as in PyTorch).
+    """
+
+    __slots__ = ("_value", "_grad_fn", "_nr", "_vc", "__dict__", "__weakref__")
+    __array_priority__ = 1000.0
+    __array_ufunc__ = None
+    _grad: Any = None
+    _retains = False
+    _acc: Any = None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Tensor:
+        if len(args) == 1 and not isinstance(args[0], builtins.int):
+            data = args[0]
+            if isinstance(data, Tensor):
+                return data
+            arr = np.array(value(_v(data)) if isinstance(data, Tensor) else data, dtype=np.float32)
+        else:
+            arr = np.empty(_shape_arg(args) if args else (0,), dtype=np.float32)
+        return _new(arr, cls if cls is not Tensor else None)
+
+    # --- the wrapper protocol (tg.grad of a function of tensors) --------------------------------
+    def __tapegrad_value__(self) -> Any:
+        return self._value
+
+    @classmethod
+    def __tapegrad_box__(cls, v: Any, like: Any) -> Tensor:
+        if type(v) is Traced and v._tape is GT and v._node.prim is None:
+            t = leaf_tensor(v._node.index)
+            if t is not None:
+                return t
+        return _result(v, "", ())
+
+    # --- attributes --------------------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        v = self._value
+        return type(v) is Traced and v._tape is GT
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.requires_grad_(flag)
+
+    @property
+    def is_leaf(self) -> bool:
+        if self._grad_fn is not None:
+            return False
+        v = self._value
+        return not (type(v) is Traced and v._tape is GT and v._node.prim is not None)
+
+    @property
+    def grad_fn(self) -> Any:
+        fn = self._grad_fn
+        if fn is None:
+            v = self._value
+            if type(v) is Traced and v._tape is GT and v._node.prim is not None:
+                fn = core_view(v._node)
+        return fn
+
+    @property
+    def grad(self) -> Any:
+        g = self._grad
+        if g is None and not self.is_leaf and not self._retains:
+            warnings.warn(NONLEAF_GRAD, UserWarning, stacklevel=2)
+        return g
+
+    @grad.setter
+    def grad(self, g: Any) -> None:
+        self._grad = g
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains
+
+    @property
+    def data(self) -> Tensor:
+        return _new(value(self._value))
+
+    @data.setter
+    def data(self, other: Tensor) -> None:
+        new = value(_v(other))
+        v = self._value
+        if type(v) is Traced:
+            while type(v._value) is Traced:
+                v = v._value
+            v._value = new
+        else:
+            self._value = new
+
+    @property
+    def shape(self) -> D.Size:
+        return D.Size(self._value.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        """The shape (a ``torch.Size``), or the length of axis ``dim``."""
+        s = self._value.shape
+        return D.Size(s) if dim is None else s[dim]
+
+    @property
+    def dtype(self) -> D.dtype:
+        return D.from_np(self._value.dtype)
+
+    @property
+    def device(self) -> D.device:
+        mod = type(value(self._value)).__module__
+        return D.device("cuda", 0) if mod.startswith("cupy") else D.device("cpu")
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def ndim(self) -> int:
+        return self._value.ndim
+
+    def dim(self) -> int:
+        return self._value.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return builtins.int(math.prod(self._value.shape))
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._value.dtype.itemsize
+
+    def stride(self, dim: int | None = None) -> Any:
+        shape = self._value.shape
+        st, acc = [], 1
+        for n in reversed(shape):
+            st.append(acc)
+            acc *= n
+        st = tuple(reversed(st))
+        return st if dim is None else st[dim]
+
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        return True
+
+    def contiguous(self, memory_format: Any = None) -> Tensor:
+        return self
+
+    def is_floating_point(self) -> bool:
+        return self._value.dtype.kind == "f"
+
+    def is_complex(self) -> bool:
+        return self._value.dtype.kind == "c"
+
+    @property
+    def _version(self) -> int:
+        return self._vc.v
+
+    @property
+    def output_nr(self) -> int:
+        return self._nr
+
+    @property
+    def T(self) -> Tensor:  # noqa: N802
+        if self.ndim < 2:
+            return self
+        return self.permute(*range(self.ndim - 1, -1, -1))
+
+    @property
+    def mT(self) -> Tensor:  # noqa: N802
+        return self.transpose(-2, -1)
+
+    @property
+    def real(self) -> Tensor:
+        if self._value.dtype.kind != "c":
+            return self
+        return _result(tnp.real(self._value), "RealBackward0", (self,))
+
+    @property
+    def imag(self) -> Tensor:
+        return _result(tnp.imag(self._value), "ImagBackward0", (self,))
+
+    # --- autograd ------------------------------------------------------------------------------
+    def backward(self, gradient: Any = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Any = None) -> None:
+        """Accumulate d(self)/d(leaf) into the ``.grad`` of every leaf that requires grad.
+
+        Args:
+            gradient: the cotangent of ``self`` (needed unless ``self`` has one element).
+            retain_graph: keep the graph's saved values for another backward
+                (default: ``create_graph``).
+            create_graph: record the backward pass, so gradients are differentiable.
+            inputs: accumulate only into these tensors.
+        """
+        from tapegrad.torch.autograd import backward
+
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self) -> Tensor:
+        """A tensor sharing this one's data and version counter, outside the graph."""
+        t = _new(value(self._value))
+        t._vc = self._vc
+        return t
+
+    def detach_(self) -> Tensor:
+        self._value = value(self._value)
+        self._grad_fn = None
+        return self
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` in place (leaves only); returns ``self``."""
+        v = self._value
+        on = type(v) is Traced and v._tape is GT
+        if requires_grad and not on:
+            if type(v) is Traced:
+                v = value(v)
+            if v.dtype.kind not in "fc":
+                raise RuntimeError("only Tensors of floating point dtype can require gradients")
+            self._value = GT.watch(v)
+            register_leaf(self)
+        elif not requires_grad and on:
+            if not self.is_leaf:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to "
+                    "use a computed variable in a subgraph that doesn't require differentiation "
+                    "use var_no_grad = var.detach()."
+                )
+            self._value = value(v)
+        return self
+
+    def retain_grad(self) -> None:
+        """Populate ``.grad`` of this non-leaf tensor in backward."""
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.is_leaf or self._retains:
+            return
+        self._retains = True
+        ref = weakref.ref(self)
+
+        def retain(g: Any) -> Any:
+            t = ref()
+            if t is not None:
+                old = t._grad
+                if old is None:
+                    t._grad = _new(g.copy() if type(g) is ndarray else g)
+                else:
+                    t._grad = _new(old._value + g)
+            return g
+
+        retain._retain = True  # type: ignore[attr-defined]
+        tensor_hooks.setdefault(self._value._node, []).append(retain)
+
+    def register_hook(self, hook: Callable[[Tensor], Any]) -> _Handle:
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned
+        tensor replaces the gradient. Returns a handle with ``remove()``."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        fns = tensor_hooks.setdefault(self._value._node, [])
+        raw = _wrap_hook(hook)
+        at = next((i for i, f in enumerate(fns) if getattr(f, "_retain", False)), len(fns))
+        fns.insert(at, raw)
+        return _Handle(fns, raw)
+
+    def _accumulate_grad(self) -> AccumulateGrad:
+        acc = self._acc
+        if acc is None:
+            acc = self._acc = AccumulateGrad(self)
+        return acc
+
+    # --- conversion --------------------------------------------------------------------------------
+    def item(self) -> Any:
+        """The value of a one-element tensor as a Python number."""
+        v = value(self._value)
+        if v.size != 1:
+            raise RuntimeError(f"a Tensor with {v.size} elements cannot be converted to Scalar")
+        return v.item() if hasattr(v, "item") else v
+
+    def tolist(self) -> Any:
+        v = value(self._value)
+        if type(v).__module__.startswith("cupy"):
+            v = v.get()
+        return np.asarray(v).tolist()
+
+    def numpy(self, force: bool = False) -> np.ndarray:
+        """The data as a NumPy array (shares memory). Refuses a tensor that requires grad."""
+        if self.requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+            )
+        v = value(self._value)
+        if type(v).__module__.startswith("cupy"):
+            if not force:
+                raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() "
+                                "to copy the tensor to host memory first.")
+            v = v.get()
+        return v
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
+        """Convert dtype and/or device; returns ``self`` when nothing changes."""
+        dtype = kwargs.get("dtype")
+        dev = kwargs.get("device")
+        for a in args:
+            if isinstance(a, D.dtype):
+                dtype = a
+            elif isinstance(a, Tensor):
+                dtype, dev = a.dtype, a.device
+            elif isinstance(a, (str, D.device)):
+                dev = a
+        t = self
+        if dev is not None and D.device(dev).type != self.device.type:
+            t = _result(P.to_device(t._value, D.device(dev).type), "ToCopyBackward0", (t,))
+        if dtype is not None and D.to_np(dtype) != t._value.dtype:
+            t = _result(_cast(t._value, D.to_np(dtype)), "ToCopyBackward0", (t,))
+        if kwargs.get("copy") and t is self:
+            t = self.clone()
+        return t
+
+    def type(self, dtype: Any = None) -> Any:
+        if dtype is None:
+            return f"torch.{self.dtype_legacy_name()}"
+        if isinstance(dtype, str):
+            dtype = {"torch.FloatTensor": D.float32, "torch.DoubleTensor": D.float64,
+                     "torch.LongTensor": D.int64, "torch.IntTensor": D.int32,
+                     "torch.BoolTensor": D.bool_}[dtype]
+        return self.to(dtype)
+
+    def dtype_legacy_name(self) -> str:
+        return {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+                "int64": "LongTensor", "int32": "IntTensor", "bool": "BoolTensor",
+                "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+                "complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor"}[self.dtype.name]
+
+    def type_as(self, other: Tensor) -> Tensor:
+        return self.to(other.dtype)
+
+    def cpu(self) -> Tensor:
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None) -> Tensor:
+        return self.to("cuda")
+
+    def float(self) -> Tensor:
+        return self.to(D.float32)
+
+    def double(self) -> Tensor:
+        return self.to(D.float64)
+
+    def half(self) -> Tensor:
+        return self.to(D.float16)
+
+    def long(self) -> Tensor:
+        return self.to(D.int64)
+
+    def int(self) -> Tensor:
+        return self.to(D.int32)
+
+    def bool(self) -> Tensor:
+        return self.to(D.bool_)
+
+    def clone(self, memory_format: Any = None) -> Tensor:
+        return _result(tnp.copy(self._value), "CloneBackward0", (self,))
+
+    def new_tensor(self, data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+        from tapegrad.torch._creation import tensor
+
+        return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_zeros(self, *size: Any, dtype: Any = None) -> Tensor:
+        return _new(np.zeros(_shape_arg(size), dtype=D.to_np(dtype or self.dtype)))
+
+    def new_ones(self, *size: Any, dtype: Any = None) -> Tensor:
+        return _new(np.ones(_shape_arg(size), dtype=D.to_np(dtype or self.dtype)))
+
+    def new_full(self, size: Any, fill_value: Any, dtype: Any = None) -> Tensor:
+        return _new(np.full(tuple(size), fill_value, dtype=D.to_np(dtype or self.dtype)))
+
+    def new_empty(self, *size: Any, dtype: Any = None) -> Tensor:
+        return self.new_zeros(*size, dtype=dtype)
+
+    # --- printing -----------------------------------------------------------------------------------
+    def __repr__(self, *, tensor_contents: Any = None) -> str:
+        v = value(self._value)
+        if type(v).__module__.startswith("cupy"):
+            v, dev = v.get(), "cuda:0"
+        else:
+            v, dev = np.asarray(v), None
+        fn = self.grad_fn
+        d = D.from_np(v.dtype)
+        default = D.get_default_dtype()
+        defaults = (default.name, default.to_complex().name, "int64", "bool")
+        return _format.tensor_repr(v, d.name, defaults, dev,
+                                   type(fn).__name__ if fn is not None else None, self.requires_grad)
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return format(repr(self), spec)
+
+    # --- Python protocol -----------------------------------------------------------------------------
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._value.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self) -> bool:
+        v = value(self._value)
+        if v.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return builtins.bool(v.item() if hasattr(v, "item") else v)
+
+    def __float__(self) -> float:
+        return builtins.float(self.item())
+
+    def __int__(self) -> int:
+        return builtins.int(self.item())
+
+    def __index__(self) -> int:
+        if self._value.dtype.kind not in "biu":
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return builtins.int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __contains__(self, x: Any) -> bool:
+        return builtins.bool(np.any(value(self._value) == value(_v(x))))
+
+    def __reduce_ex__(self, proto: Any) -> Any:
+        return (_rebuild, (value(self._value), self.requires_grad))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+        t = _new(np.array(value(self._value), copy=True), type(self) if type(self) is not Tensor else None)
+        if self.requires_grad:
+            t.requires_grad_(True)
+        if self._grad is not None:
+            t._grad = _new(np.array(value(self._grad._value), copy=True))
+        memo[id(self)] = t
+        return t
+
+    # --- arithmetic ----------------------------------------------------------------------------------
+    def __add__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other)
+        return _result(_w.add(a, b), "AddBackward0", (self, o))
+
+    def __radd__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other)
+        return _result(_w.add(a, b), "AddBackward0", (self, o))
+
+    def __sub__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other)
+        return _result(_w.subtract(a, b), "SubBackward0", (self, o))
+
+    def __rsub__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other)
+        return _result(_w.subtract(b, a), "RsubBackward1", (self,))
+
+    def __mul__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other)
+        return _result(_w.multiply(a, b), "MulBackward0", (self, o))
+
+    def __rmul__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other)
+        return _result(_w.multiply(a, b), "MulBackward0", (self, o))
+
+    def __truediv__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other, div=True)
+        return _result(_w.divide(a, b), "DivBackward0", (self, o))
+
+    def __rtruediv__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other, div=True)
+        r = _result(_w.reciprocal(a), "ReciprocalBackward0", (self,))
+        return _result(_w.multiply(r._value, b), "MulBackward0", (r, None))
+
+    def __floordiv__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other)
+        return _new(np.asarray(np.floor_divide(value(a), value(b))))
+
+    def __rfloordiv__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other)
+        return _new(np.asarray(np.floor_divide(value(b), value(a))))
+
+    def __mod__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other)
+        return _result(_w.remainder(a, b), "RemainderBackward0", (self, o) if o is not None else (self,))
+
+    def __rmod__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other)
+        return _result(_w.remainder(b, a), "RemainderBackward1", (self,))
+
+    def __pow__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other)
+        if o is None:
+            return _result(_w.power(a, b), "PowBackward0", (self,))
+        return _result(_w.power(a, b), "PowBackward1", (self, o))
+
+    def __rpow__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other)
+        return _result(_w.power(b, a), "PowBackward2", (self,))
+
+    def __matmul__(self, other: Any) -> Tensor:
+        a, b = self._value, _v(other)
+        if a.dtype != b.dtype:
+            a, b = _promote(a, b)
+        na, nb = a.ndim, b.ndim
+        if na == 1 and nb == 1:
+            name = "DotBackward0"
+        elif na == 2 and nb == 1:
+            name = "MvBackward0"
+        elif na == 2 and nb == 2:
+            name = "MmBackward0"
+        elif na == 1 and nb == 2:
+            name = "SqueezeBackward4"
+        else:
+            name = "UnsafeViewBackward0" if na >= 3 and nb <= 2 or (na >= 3 and nb >= 3) else "ExpandBackward0"
+            if na <= 2 and nb >= 3:
+                name = "UnsafeViewBackward0"
+        return _result(_w.matmul(a, b), name, (self, other))
+
+    def __rmatmul__(self, other: Any) -> Tensor:
+        return _as_tensor(other).__matmul__(self)
+
+    def __neg__(self) -> Tensor:
+        return _result(_w.negative(self._value), "NegBackward0", (self,))
+
+    def __pos__(self) -> Tensor:
+        return self
+
+    def __abs__(self) -> Tensor:
+        return self.abs()
+
+    def __invert__(self) -> Tensor:
+        v = value(self._value)
+        return _new(np.asarray(~v if v.dtype.kind in "biu" else np.logical_not(v)))
+
+    def __and__(self, other: Any) -> Tensor:
+        return _new(np.asarray(np.bitwise_and(value(self._value), value(_v(other)))))
+
+    def __or__(self, other: Any) -> Tensor:
+        return _new(np.asarray(np.bitwise_or(value(self._value), value(_v(other)))))
+
+    def __xor__(self, other: Any) -> Tensor:
+        return _new(np.asarray(np.bitwise_xor(value(self._value), value(_v(other)))))
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def _compare(self, other: Any, fn: Any) -> Tensor:
+        return _new(np.asarray(fn(value(self._value), value(_v(other)))))
+
+    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return self._compare(other, np.equal)
+
+    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return self._compare(other, np.not_equal)
+
+    def __lt__(self, other: Any) -> Tensor:
+        return self._compare(other, np.less)
+
+    def __le__(self, other: Any) -> Tensor:
+        return self._compare(other, np.less_equal)
+
+    def __gt__(self, other: Any) -> Tensor:
+        return self._compare(other, np.greater)
+
+    def __ge__(self, other: Any) -> Tensor:
+        return self._compare(other, np.greater_equal)
+
+    def eq(self, other: Any) -> Tensor:
+        return self == other
+
+    def ne(self, other: Any) -> Tensor:
+        return self != other
+
+    def lt(self, other: Any) -> Tensor:
+        return self < other
+
+    def le(self, other: Any) -> Tensor:
+        return self <= other
+
+    def gt(self, other: Any) -> Tensor:
+        return self > other
+
+    def ge(self, other: Any) -> Tensor:
+        return self >= other
+
+    def equal(self, other: Tensor) -> bool:
+        a, b = value(self._value), value(other._value)
+        return a.shape == b.shape and builtins.bool(np.all(a == b))
+
+    def allclose(self, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+        return builtins.bool(np.allclose(value(self._value), value(_v(other)), rtol, atol, equal_nan))
+
+    def isclose(self, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+        return _new(np.asarray(np.isclose(value(self._value), value(_v(other)), rtol, atol, equal_nan)))
+
+    def isnan(self) -> Tensor:
+        return _new(np.asarray(np.isnan(value(self._value))))
+
+    def isinf(self) -> Tensor:
+        return _new(np.asarray(np.isinf(value(self._value))))
+
+    def isfinite(self) -> Tensor:
+        return _new(np.asarray(np.isfinite(value(self._value))))
+
+    def logical_not(self) -> Tensor:
+        return _new(np.asarray(np.logical_not(value(self._value))))
+
+    def logical_and(self, other: Any) -> Tensor:
+        return self._compare(other, np.logical_and)
+
+    def logical_or(self, other: Any) -> Tensor:
+        return self._compare(other, np.logical_or)
+
+    # named arithmetic
+    def add(self, other: Any, alpha: Any = 1) -> Tensor:
+        return self + (other * alpha if alpha != 1 else other)
+
+    def sub(self, other: Any, alpha: Any = 1) -> Tensor:
+        return self - (other * alpha if alpha != 1 else other)
+
+    subtract = sub
+
+    def mul(self, other: Any) -> Tensor:
+        return self * other
+
+    multiply = mul
+
+    def div(self, other: Any, rounding_mode: str | None = None) -> Tensor:
+        if rounding_mode is None:
+            return self / other
+        fn = np.floor_divide if rounding_mode == "floor" else (lambda a, b: np.trunc(a / b))
+        r = np.asarray(fn(value(self._value), value(_v(other))))
+        return _new(r.astype(self._value.dtype) if self._value.dtype.kind in "biu" else r)
+
+    divide = true_divide = div
+
+    def pow(self, exponent: Any) -> Tensor:
+        return self ** exponent
+
+    def neg(self) -> Tensor:
+        return -self
+
+    negative = neg
+
+    def matmul(self, other: Tensor) -> Tensor:
+        return self @ other
+
+    def mm(self, other: Tensor) -> Tensor:
+        return self @ other
+
+    def mv(self, other: Tensor) -> Tensor:
+        return self @ other
+
+    def dot(self, other: Tensor) -> Tensor:
+        return self @ other
+
+    def outer(self, other: Tensor) -> Tensor:
+        return self.reshape(-1, 1) * other.reshape(1, -1)
+
+    def addcmul(self, t1: Any, t2: Any, value: Any = 1) -> Tensor:
+        return self + t1 * t2 * value if value != 1 else self + t1 * t2
+
+    def addcdiv(self, t1: Any, t2: Any, value: Any = 1) -> Tensor:
+        return self + t1 / t2 * value if value != 1 else self + t1 / t2
+
+    def lerp(self, end: Any, weight: Any) -> Tensor:
+        return self + (end - self) * weight
+
+    def _unary(self, fn: Any, name: str) -> Tensor:
+        a = self._value
+        if a.dtype.kind in "biu":
+            a = _cast(a, _default_float())
+        return _result(fn(a), name, (self,))
+
+    def exp(self) -> Tensor:
+        return self._unary(_w.exp, "ExpBackward0")
+
+    def exp2(self) -> Tensor:
+        return self._unary(_w.exp2, "Exp2Backward0")
+
+    def expm1(self) -> Tensor:
+        return self._unary(_w.expm1, "Expm1Backward0")
+
+    def log(self) -> Tensor:
+        return self._unary(_w.log, "LogBackward0")
+
+    def log2(self) -> Tensor:
+        return self._unary(_w.log2, "Log2Backward0")
+
+    def log10(self) -> Tensor:
+        return self._unary(_w.log10, "Log10Backward0")
+
+    def log1p(self) -> Tensor:
+        return self._unary(_w.log1p, "Log1PBackward0")
+
+    def sqrt(self) -> Tensor:
+        return self._unary(_w.sqrt, "SqrtBackward0")
+
+    def rsqrt(self) -> Tensor:
+        return self._unary(lambda a: _w.reciprocal(_w.sqrt(a)), "RsqrtBackward0")
+
+    def square(self) -> Tensor:
+        return _result(_w.power(self._value, 2), "PowBackward0", (self,))
+
+    def sin(self) -> Tensor:
+        return self._unary(_w.sin, "SinBackward0")
+
+    def cos(self) -> Tensor:
+        return self._unary(_w.cos, "CosBackward0")
+
+    def tan(self) -> Tensor:
+        return self._unary(_w.tan, "TanBackward0")
+
+    def asin(self) -> Tensor:
+        return self._unary(_w.arcsin, "AsinBackward0")
+
+    def acos(self) -> Tensor:
+        return self._unary(_w.arccos, "AcosBackward0")
+
+    def atan(self) -> Tensor:
+        return self._unary(_w.arctan, "AtanBackward0")
+
+    arcsin, arccos, arctan = asin, acos, atan
+
+    def sinh(self) -> Tensor:
+        return self._unary(_w.sinh, "SinhBackward0")
+
+    def cosh(self) -> Tensor:
+        return self._unary(_w.cosh, "CoshBackward0")
+
+    def tanh(self) -> Tensor:
+        return self._unary(_w.tanh, "TanhBackward0")
+
+    def asinh(self) -> Tensor:
+        return self._unary(_w.arcsinh, "AsinhBackward0")
+
+    def acosh(self) -> Tensor:
+        return self._unary(_w.arccosh, "AcoshBackward0")
+
+    def atanh(self) -> Tensor:
+        return self._unary(_w.arctanh, "AtanhBackward0")
+
+    def sigmoid(self) -> Tensor:
+        return self._unary(P.sigmoid, "SigmoidBackward0")
+
+    def relu(self) -> Tensor:
+        a = self._value
+        return _result(_w.where3(value(a) > 0, a, np.zeros((), a.dtype)), "ReluBackward0", (self,))
+
+    def abs(self) -> Tensor:
+        return _result(_w.absolute(self._value), "AbsBackward0", (self,))
+
+    absolute = abs
+
+    def reciprocal(self) -> Tensor:
+        return self._unary(_w.reciprocal, "ReciprocalBackward0")
+
+    def sign(self) -> Tensor:
+        return _result(self._value * 0 + np.sign(value(self._value)), "SignBackward0", (self,))
+
+    def sgn(self) -> Tensor:
+        return self.sign()
+
+    def _rounding(self, fn: Any, name: str) -> Tensor:
+        a = self._value
+        r = fn(value(a))
+        if type(a) is Traced and a.dtype.kind in "fc":
+            return _result(a * 0 + r, name, (self,))
+        return _new(np.asarray(r))
+
+    def floor(self) -> Tensor:
+        return self._rounding(np.floor, "FloorBackward0")
+
+    def ceil(self) -> Tensor:
+        return self._rounding(np.ceil, "CeilBackward0")
+
+    def round(self, decimals: int = 0) -> Tensor:
+        return self._rounding(lambda v: np.round(v, decimals), "RoundBackward0")
+
+    def trunc(self) -> Tensor:
+        return self._rounding(np.trunc, "TruncBackward0")
+
+    def frac(self) -> Tensor:
+        return _result(self._value - np.trunc(value(self._value)), "FracBackward0", (self,))
+
+    def clamp(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        a = self._value
+        if isinstance(min, Tensor) or isinstance(max, Tensor):
+            lo = _v(min) if min is not None else None
+            hi = _v(max) if max is not None else None
+            r = a
+            if lo is not None:
+                r = _w.maximum(r, lo)
+            if hi is not None:
+                r = _w.minimum(r, hi)
+            ins = [self] + [x for x in (min, max) if isinstance(x, Tensor)]
+            return _result(r, "ClampBackward0", ins)
+        if min is None and max is None:
+            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        if isinstance(min, builtins.float) or isinstance(max, builtins.float):
+            a = _scalar_operand(a, 1.0)
+        return _result(_w.clip(a, min, max), "ClampBackward1", (self,))
+
+    clip = clamp
+
+    def clamp_min(self, min: Any) -> Tensor:  # noqa: A002
+        t = self.clamp(min=min)
+        if t._grad_fn is not None and not isinstance(min, Tensor):
+            t._grad_fn.__class__ = node_class("ClampMinBackward0")
+        return t
+
+    def clamp_max(self, max: Any) -> Tensor:  # noqa: A002
+        t = self.clamp(max=max)
+        if t._grad_fn is not None and not isinstance(max, Tensor):
+            t._grad_fn.__class__ = node_class("ClampMaxBackward0")
+        return t
+
+    def maximum(self, other: Tensor) -> Tensor:
+        a, b, o = _operands(self, other)
+        return _result(_w.maximum(a, b), "MaximumBackward0", (self, o))
+
+    def minimum(self, other: Tensor) -> Tensor:
+        a, b, o = _operands(self, other)
+        return _result(_w.minimum(a, b), "MinimumBackward0", (self, o))
+
+    def atan2(self, other: Tensor) -> Tensor:
+        a, b, o = _operands(self, other)
+        return _result(_w.arctan2(a, b), "Atan2Backward0", (self, o))
+
+    arctan2 = atan2
+
+    def where(self, condition: Any, other: Any) -> Tensor:
+        from tapegrad.torch._creation import where
+
+        return where(condition, self, other)
+
+    def masked_fill(self, mask: Any, value_: Any) -> Tensor:
+        a = self._value
+        fill = _v(value_)
+        return _result(_w.where3(value(_v(mask)), fill if not isinstance(fill, (builtins.float, builtins.int)) else np.asarray(fill, a.dtype), a),
+                       "MaskedFillBackward0", (self,))
+
+    def softmax(self, dim: int, dtype: Any = None) -> Tensor:
+        a = self._value if dtype is None else _cast(self._value, D.to_np(dtype))
+        return _result(_w.exp(a - tnp.logsumexp(a, axis=dim, keepdims=True)), "SoftmaxBackward0", (self,))
+
+    def log_softmax(self, dim: int, dtype: Any = None) -> Tensor:
+        a = self._value if dtype is None else _cast(self._value, D.to_np(dtype))
+        return _result(a - tnp.logsumexp(a, axis=dim, keepdims=True), "LogSoftmaxBackward0", (self,))
+
+    def logsumexp(self, dim: Any, keepdim: bool = False) -> Tensor:
+        return _result(tnp.logsumexp(self._value, axis=_dims(dim, self.ndim), keepdims=keepdim),
+                       "LogsumexpBackward0", (self,))
+
+    # --- reductions ------------------------------------------------------------------------------------
+    def sum(self, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+        a = self._value
+        dt = D.to_np(dtype) if dtype is not None else (np.int64 if a.dtype.kind in "bi" else None)
+        if dim is None:
+            return _result(_w.sum(a, dtype=dt), "SumBackward0", (self,))
+        return _result(_w.sum(a, axis=_dims(dim, a.ndim), keepdims=keepdim, dtype=dt), "SumBackward1", (self,))
+
+    def nansum(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        a = self._value
+        clean = _w.where3(np.isnan(value(a)), np.zeros((), a.dtype), a)
+        return _result(_w.sum(clean, axis=_dims(dim, a.ndim), keepdims=keepdim), "NansumBackward0", (self,))
+
+    def mean(self, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+        a = self._value
+        if dtype is not None:
+            a = _cast(a, D.to_np(dtype))
+        if a.dtype.kind not in "fc":
+            raise RuntimeError(
+                "mean(): could not infer output dtype. Input dtype must be either a floating "
+                f"point or complex dtype. Got: {self.dtype_legacy_name()[:-6]}"
+            )
+        if dim is None:
+            return _result(tnp.mean(a), "MeanBackward0", (self,))
+        return _result(tnp.mean(a, axis=_dims(dim, a.ndim), keepdims=keepdim), "MeanBackward1", (self,))
+
+    def prod(self, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+        a = self._value
+        if dim is None:
+            return _result(_w.prod(a), "ProdBackward0", (self,))
+        return _result(_w.prod(a, axis=dim, keepdims=keepdim), "ProdBackward1", (self,))
+
+    def _minmax(self, dim: Any, keepdim: bool, reducer: Any, arg: Any, name: str, other: Any = None) -> Any:
+        a = self._value
+        if isinstance(dim, Tensor):
+            other = dim
+        if other is not None:
+            return (self.maximum if name == "max" else self.minimum)(other)
+        cap = name.capitalize()
+        if dim is None:
+            return _result(reducer(a), f"{cap}Backward1", (self,))
+        idx = arg(value(a), axis=dim, keepdims=True)
+        vals = tnp.take_along_axis(a, idx, dim)
+        if not keepdim:
+            vals = tnp.squeeze(vals, dim)
+            idx = np.squeeze(idx, dim)
+        return _ReturnTypes(_result(vals, f"{cap}Backward0", (self,)), _new(np.asarray(idx, np.int64)), name)
+
+    def max(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return self._minmax(dim, keepdim, _w.amax, np.argmax, "max")
+
+    def min(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return self._minmax(dim, keepdim, _w.amin, np.argmin, "min")
+
+    def amax(self, dim: Any = (), keepdim: bool = False) -> Tensor:
+        d = None if dim == () else _dims(dim, self.ndim)
+        return _result(_w.amax(self._value, axis=d, keepdims=keepdim), "AmaxBackward0", (self,))
+
+    def amin(self, dim: Any = (), keepdim: bool = False) -> Tensor:
+        d = None if dim == () else _dims(dim, self.ndim)
+        return _result(_w.amin(self._value, axis=d, keepdims=keepdim), "AminBackward0", (self,))
+
+    def argmax(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        return _new(np.asarray(np.argmax(value(self._value), axis=dim, keepdims=keepdim), np.int64))
+
+    def argmin(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        return _new(np.asarray(np.argmin(value(self._value), axis=dim, keepdims=keepdim), np.int64))
+
+    def argsort(self, dim: int = -1, descending: bool = False) -> Tensor:
+        v = value(self._value)
+        idx = np.argsort(-v if descending else v, axis=dim, kind="stable")
+        return _new(np.asarray(idx, np.int64))
+
+    def sort(self, dim: int = -1, descending: bool = False) -> Any:
+        idx = self.argsort(dim, descending)
+        vals = _result(tnp.take_along_axis(self._value, value(idx._value), dim), "SortBackward0", (self,))
+        return _ReturnTypes(vals, idx, "sort")
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
+        idx = self.argsort(dim, descending=largest)
+        sl = [slice(None)] * self.ndim
+        sl[dim] = slice(0, k)
+        ii = value(idx._value)[tuple(sl)]
+        vals = _result(tnp.take_along_axis(self._value, ii, dim), "TopkBackward0", (self,))
+        return _ReturnTypes(vals, _new(ii), "topk")
+
+    def _var(self, dim: Any, unbiased: Any, keepdim: bool, correction: Any) -> Any:
+        ddof = correction if correction is not None else (1 if unbiased is None or unbiased else 0)
+        return tnp.var(self._value, axis=_dims(dim, self.ndim), ddof=ddof, keepdims=keepdim)
+
+    def var(self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None) -> Tensor:
+        if isinstance(dim, builtins.bool):
+            dim, unbiased = None, dim
+        return _result(self._var(dim, unbiased, keepdim, correction), "VarBackward0", (self,))
+
+    def std(self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None) -> Tensor:
+        if isinstance(dim, builtins.bool):
+            dim, unbiased = None, dim
+        return _result(_w.sqrt(self._var(dim, unbiased, keepdim, correction)), "StdBackward0", (self,))
+
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
+        a = self._value
+        d = _dims(dim, self.ndim)
+        if p in ("fro", 2, 2.0):
+            r = _w.sqrt(_w.sum(a * a if a.dtype.kind != "c" else _w.real(a * _w.conjugate(a)), axis=d, keepdims=keepdim))
+        elif p in (1, 1.0):
+            r = _w.sum(_w.absolute(a), axis=d, keepdims=keepdim)
+        elif p == math.inf:
+            r = _w.amax(_w.absolute(a), axis=d, keepdims=keepdim)
+        else:
+            r = _w.power(_w.sum(_w.power(_w.absolute(a), p), axis=d, keepdims=keepdim), 1.0 / p)
+        return _result(r, "LinalgVectorNormBackward0", (self,))
+
+    def all(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        return _new(np.asarray(np.all(value(self._value), axis=dim, keepdims=keepdim)))
+
+    def any(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        return _new(np.asarray(np.any(value(self._value), axis=dim, keepdims=keepdim)))
+
+    def count_nonzero(self, dim: Any = None) -> Tensor:
+        return _new(np.asarray(np.count_nonzero(value(self._value), axis=dim), np.int64))
+
+    def cumsum(self, dim: int, dtype: Any = None) -> Tensor:
+        return _result(_w.cumsum(self._value, axis=dim), "CumsumBackward0", (self,))
+
+    def cumprod(self, dim: int, dtype: Any = None) -> Tensor:
+        return _result(_w.cumprod(self._value, axis=dim), "CumprodBackward0", (self,))
+
+    def trace(self) -> Tensor:
+        return _result(tnp.trace(self._value), "TraceBackward0", (self,))
+
+    def diag(self, diagonal: int = 0) -> Tensor:
+        return _result(tnp.diag(self._value, diagonal), "DiagBackward0" if self.ndim == 2 else "DiagEmbedBackward0", (self,))
+
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+        return _result(_w.diagonal(self._value, offset, dim1, dim2), "DiagonalBackward0", (self,))
+
+    def triu(self, diagonal: int = 0) -> Tensor:
+        return _result(_w.triu(self._value, diagonal), "TriuBackward0", (self,))
+
+    def tril(self, diagonal: int = 0) -> Tensor:
+        return _result(_w.tril(self._value, diagonal), "TrilBackward0", (self,))
+
+    # --- shape -------------------------------------------------------------------------------------------
+    def view(self, *shape: Any) -> Tensor:
+        if len(shape) == 1 and isinstance(shape[0], D.dtype):
+            return _new(value(self._value).view(shape[0].np))
+        return _result(tnp.reshape(self._value, _shape_arg(shape)), "ViewBackward0", (self,))
+
+    def reshape(self, *shape: Any) -> Tensor:
+        return _result(tnp.reshape(self._value, _shape_arg(shape)), "ViewBackward0", (self,))
+
+    def view_as(self, other: Tensor) -> Tensor:
+        return self.view(*other.shape)
+
+    def reshape_as(self, other: Tensor) -> Tensor:
+        return self.reshape(*other.shape)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        s = self._value.shape
+        if not s:
+            return self.reshape(1)
+        st, en = start_dim % len(s), end_dim % len(s)
+        if st == en:
+            return self
+        return self.reshape(*(s[:st] + (-1,) + s[en + 1 :]))
+
+    def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
+        s = self._value.shape
+        d = dim % len(s)
+        return self.view(*(s[:d] + tuple(sizes) + s[d + 1 :]))
+
+    def ravel(self) -> Tensor:
+        return self.reshape(-1)
+
+    def t(self) -> Tensor:
+        if self.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+        return _result(_w.transpose(self._value), "TBackward0", (self,))
+
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
+        return _result(tnp.swapaxes(self._value, dim0, dim1), "TransposeBackward0", (self,))
+
+    swapaxes = swapdims = transpose
+
+    def permute(self, *dims: Any) -> Tensor:
+        return _result(_w.transpose(self._value, _shape_arg(dims)), "PermuteBackward0", (self,))
+
+    def movedim(self, source: Any, destination: Any) -> Tensor:
+        return _result(tnp.moveaxis(self._value, source, destination), "PermuteBackward0", (self,))
+
+    def squeeze(self, dim: Any = None) -> Tensor:
+        a = self._value
+        if dim is None:
+            return _result(tnp.squeeze(a), "SqueezeBackward0", (self,))
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        keep = tuple(d % builtins.max(a.ndim, 1) for d in dims if a.ndim and a.shape[d] == 1)
+        name = "SqueezeBackward2" if isinstance(dim, (tuple, list)) else "SqueezeBackward1"
+        return _result(tnp.squeeze(a, keep) if keep else tnp.reshape(a, a.shape), name, (self,))
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        return _result(tnp.expand_dims(self._value, dim), "UnsqueezeBackward0", (self,))
+
+    def expand(self, *sizes: Any) -> Tensor:
+        sizes = _shape_arg(sizes)
+        a = self._value
+        lead = len(sizes) - a.ndim
+        shape = tuple(a.shape[i - lead] if (s == -1 and i >= lead) else s for i, s in enumerate(sizes))
+        return _result(_w.broadcast_to(a, shape), "ExpandBackward0", (self,))
+
+    def expand_as(self, other: Tensor) -> Tensor:
+        return self.expand(*other.shape)
+
+    def broadcast_to(self, size: Any) -> Tensor:
+        return self.expand(*size)
+
+    def repeat(self, *sizes: Any) -> Tensor:
+        return _result(tnp.tile(self._value, _shape_arg(sizes)), "RepeatBackward0", (self,))
+
+    def flip(self, *dims: Any) -> Tensor:
+        return _result(_w.flip(self._value, _shape_arg(dims)), "FlipBackward0", (self,))
+
+    def roll(self, shifts: Any, dims: Any = None) -> Tensor:
+        return _result(_w.roll(self._value, shifts, dims), "RollBackward0", (self,))
+
+    def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+        """The slices along ``dim`` (one ``UnbindBackward0`` node for all of them)."""
+        a = self._value
+        d = dim % a.ndim
+        pre = (slice(None),) * d
+        return _multi([a[pre + (i,)] for i in range(a.shape[d])], "UnbindBackward0", (self,))
+
+    def split(self, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
+        a = self._value
+        d = dim % a.ndim
+        n = a.shape[d]
+        if isinstance(split_size, (list, tuple)):
+            sizes, name = list(split_size), "SplitWithSizesBackward0"
+        else:
+            sizes, name = [builtins.min(split_size, n - i) for i in range(0, n, split_size)], "SplitBackward0"
+        pre = (slice(None),) * d
+        outs, at = [], 0
+        for s in sizes:
+            outs.append(a[pre + (slice(at, at + s),)])
+            at += s
+        return _multi(outs, name, (self,))
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        n = self._value.shape[dim]
+        return self.split(builtins.max(1, -(-n // chunks)), dim)
+
+    def narrow(self, dim: int, start: int, length: int) -> Tensor:
+        key = (slice(None),) * (dim % self.ndim) + (slice(start, start + length),)
+        return _result(self._value[key], "SliceBackward0", (self,))
+
+    def select(self, dim: int, index: int) -> Tensor:
+        key = (slice(None),) * (dim % self.ndim) + (index,)
+        return _result(self._value[key], "SelectBackward0", (self,))
+
+    def index_select(self, dim: int, index: Tensor) -> Tensor:
+        key = (slice(None),) * (dim % self.ndim) + (value(_v(index)),)
+        return _result(self._value[key], "IndexSelectBackward0", (self,))
+
+    def gather(self, dim: int, index: Tensor) -> Tensor:
+        return _result(tnp.take_along_axis(self._value, value(_v(index)), dim), "GatherBackward0", (self,))
+
+    def nonzero(self, as_tuple: bool = False) -> Any:
+        nz = np.nonzero(value(self._value))
+        if as_tuple:
+            return tuple(_new(np.asarray(i, np.int64)) for i in nz)
+        return _new(np.stack(nz, axis=1).astype(np.int64))
+
+    # --- indexing ---------------------------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> Tensor:
+        k = _index_key(key)
+        return _result(self._value[k], _index_name(key), (self,))
+
+    def __setitem__(self, key: Any, v: Any) -> None:
+        k = _index_key(key)
+        val = _v(v)
+        name = _index_name(key, setting=True)
+        dt = self._value.dtype
+        if isinstance(val, Traced) and val.dtype != dt:
+            val = _cast(val, dt)
+
+        def setitem(a: Any) -> Any:
+            if type(a) is Traced or type(val) is Traced:
+                return _w.setitem(a, _w.Index(k, a.ndim), val)
+            if not a.flags.writeable:
+                a = self._value = a.copy()
+            a[k] = value(val)
+            return _DONE
+
+        self._inplace(name, setitem, (v if isinstance(v, Tensor) else None,))
+
+    # --- in place ----------------------------------------------------------------------------------------
+    def _inplace(self, name: str, fn: Callable[[Any], Any], others: tuple[Any, ...] = ()) -> Tensor:
+        """Run an in-place op: recorded as a functional update when it must be
+        (the tensor now names the result), else written into the buffer."""
+        v = self._value
+        if type(v) is Traced and v._tape is GT and GT.active and self._grad_fn is None and v._node.prim is None:
+            raise RuntimeError(LEAF_INPLACE)
+        new = fn(v)
+        if type(new) is Traced:
+            dt = value(v).dtype
+            if new.dtype != dt:
+                new = _cast(new, dt)
+            if new.shape != v.shape:
+                raise RuntimeError(
+                    f"output with shape {list(v.shape)} doesn't match the broadcast shape {list(new.shape)}")
+            if new._tape is GT:
+                node = _node(name, (self,) + others, new._node, new, self._vc, self._vc.v + 1)
+                node._saved = node._saved[3:]  # its own input is not the tensor any more
+                self._grad_fn = node
+            else:
+                self._grad_fn = None
+            self._value = new
+            self._nr = 0
+        elif new is not _DONE:
+            self._write(new)
+        bump(self._vc)
+        return self
+
+    def _write(self, new: Any) -> None:
+        holder, buf = None, self._value
+        while type(buf) is Traced:
+            holder, buf = buf, buf._value
+        if type(buf) is ndarray and buf.flags.writeable:
+            np.copyto(buf, new, casting="unsafe")
+            return
+        arr = np.array(np.broadcast_to(new, np.shape(buf)), dtype=buf.dtype) if type(buf) is ndarray or isinstance(buf, _generic) else new
+        if holder is not None:
+            holder._value = arr
+        else:
+            self._value = arr
+
+    def _binary_(self, other: Any, fn: Any, name: str, div: bool = False, scalar_edge: bool = True) -> Tensor:
+        o = other if isinstance(other, Tensor) else None
+
+        def op(a: Any) -> Any:
+            b = _v(other)
+            if div and a.dtype.kind in "biu":
+                raise RuntimeError("result type Float can't be cast to the desired output type Long")
+            return fn(a, b)
+
+        return self._inplace(name, op, (o,) if (o is not None or scalar_edge) else ())
+
+    def add_(self, other: Any, alpha: Any = 1) -> Tensor:
+        return self._binary_(other * alpha if alpha != 1 else other, _w.add, "AddBackward0")
+
+    def sub_(self, other: Any, alpha: Any = 1) -> Tensor:
+        return self._binary_(other * alpha if alpha != 1 else other, _w.subtract, "SubBackward0")
+
+    def mul_(self, other: Any) -> Tensor:
+        return self._binary_(other, _w.multiply, "MulBackward0")
+
+    def div_(self, other: Any) -> Tensor:
+        return self._binary_(other, _w.divide, "DivBackward0", div=True,
+                             scalar_edge=isinstance(other, Tensor))
+
+    def pow_(self, exponent: Any) -> Tensor:
+        return self._binary_(exponent, _w.power, "PowBackward0", scalar_edge=False)
+
+    def addcmul_(self, t1: Any, t2: Any, value: Any = 1) -> Tensor:
+        prod = t1 * t2 * value if value != 1 else t1 * t2
+        return self._binary_(prod, _w.add, "AddcmulBackward0")
+
+    def addcdiv_(self, t1: Any, t2: Any, value: Any = 1) -> Tensor:
+        q = t1 / t2 * value if value != 1 else t1 / t2
+        return self._binary_(q, _w.add, "AddcdivBackward0")
+
+    def lerp_(self, end: Any, weight: Any) -> Tensor:
+        return self._binary_((end - self.detach()) * weight if not isinstance(end, Tensor) or not end.requires_grad else (end - self) * weight, _w.add, "LerpBackward0")
+
+    def neg_(self) -> Tensor:
+        return self._inplace("NegBackward0", lambda a: _w.negative(a))
+
+    def _unary_(self, method: str) -> Tensor:
+        name = {"sqrt": "SqrtBackward0", "exp": "ExpBackward0", "abs": "AbsBackward0",
+                "relu": "ReluBackward0", "sigmoid": "SigmoidBackward0", "tanh": "TanhBackward0",
+                "log": "LogBackward0"}[method]
+
+        def op(a: Any) -> Any:
+            t = _new(a)
+            return getattr(t, method)()._value
+
+        return self._inplace(name, op)
+
+    def sqrt_(self) -> Tensor:
+        return self._unary_("sqrt")
+
+    def exp_(self) -> Tensor:
+        return self._unary_("exp")
+
+    def abs_(self) -> Tensor:
+        return self._unary_("abs")
+
+    def relu_(self) -> Tensor:
+        return self._unary_("relu")
+
+    def sigmoid_(self) -> Tensor:
+        return self._unary_("sigmoid")
+
+    def tanh_(self) -> Tensor:
+        return self._unary_("tanh")
+
+    def log_(self) -> Tensor:
+        return self._unary_("log")
+
+    def zero_(self) -> Tensor:
+        """Fill with zeros in place."""
+        return self._inplace("ZeroBackward0", lambda a: a * 0 if type(a) is Traced and GT.active else np.zeros_like(value(a)))
+
+    def fill_(self, fill: Any) -> Tensor:
+        """Fill with ``fill`` (a number or a one-element tensor) in place."""
+        f = _v(fill)
+
+        def op(a: Any) -> Any:
+            if type(f) is Traced or (type(a) is Traced and GT.active):
+                return _w.broadcast_to(_cast(tnp.asarray(f) if type(f) is Traced else np.asarray(f, value(a).dtype), value(a).dtype), a.shape) + a * 0
+            return np.full(np.shape(value(a)), value(f), dtype=value(a).dtype)
+
+        return self._inplace("FillBackward2" if not isinstance(fill, Tensor) else "FillBackward3", op,
+                             (fill,) if isinstance(fill, Tensor) else ())
+
+    def copy_(self, src: Any, non_blocking: bool = False) -> Tensor:
+        """Copy ``src`` (broadcast, cast) into this tensor in place."""
+        s = _v(src)
+
+        def op(a: Any) -> Any:
+            if type(s) is Traced or (type(a) is Traced and GT.active):
+                return _w.broadcast_to(_cast(s, value(a).dtype), a.shape) + a * 0
+            return value(s)
+
+        return self._inplace("CopyBackwards", op, (src if isinstance(src, Tensor) else None,))
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        return self._inplace("ClampBackward1", lambda a: _new(a).clamp(min, max)._value)
+
+    clip_ = clamp_
+
+    def clamp_min_(self, min: Any) -> Tensor:  # noqa: A002
+        return self._inplace("ClampMinBackward0", lambda a: _new(a).clamp(min=min)._value)
+
+    def masked_fill_(self, mask: Any, v: Any) -> Tensor:
+        return self._inplace("MaskedFillBackward0", lambda a: _new(a).masked_fill(mask, v)._value)
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
+        from tapegrad.torch._creation import _rng
+
+        return self._inplace("NormalBackward0", lambda a: _rng().normal(mean, std, a.shape))
+
+    def uniform_(self, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
+        from tapegrad.torch._creation import _rng
+
+        return self._inplace("UniformBackward0", lambda x: _rng().uniform(a, b, x.shape))
+
+    def __iadd__(self, other: Any) -> Tensor:
+        return self.add_(other)
+
+    def __isub__(self, other: Any) -> Tensor:
+        return self.sub_(other)
+
+    def __imul__(self, other: Any) -> Tensor:
+        return self.mul_(other)
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        return self.div_(other)
+
+    def __ipow__(self, other: Any) -> Tensor:
+        return self.pow_(other)
+
+
+def _rebuild(v: Any, requires_grad: bool) -> Tensor:
+    t = _new(np.array(v))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _as_tensor(x: Any) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    from tapegrad.torch._creation import tensor
+
+    return tensor(x)

@@ -1,0 +1,309 @@
+"""Differential tests: the facade against real PyTorch (skipped when torch is absent).
+
+Each program runs twice, once with ``torch`` bound to real PyTorch and once
+to ``tapegrad.torch``; everything it prints (values, gradients, ``grad_fn``
+names, reprs, error messages) must be the same, object addresses aside.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import warnings
+from contextlib import redirect_stdout
+
+import pytest
+
+import tapegrad.torch as tt
+
+real_torch = pytest.importorskip("torch")
+
+PROGRAMS = {
+    "mul_sum": """
+w = torch.tensor([0.5, -1.0], requires_grad=True)
+y = (w * torch.tensor([2.0, 3.0])).sum()
+print(y, y.grad_fn.next_functions, y.grad_fn.next_functions[0][0].next_functions)
+y.backward(); print(w.grad)
+""",
+    "names_unary": """
+x = torch.tensor([0.5, 1.5, 2.0], requires_grad=True)
+for y in [x / 2, x - 1, -x, x.pow(2), x ** 2, 2 ** x, x.tanh(), x.sigmoid(), x.relu(), x.abs(),
+          x.sqrt(), x.log(), x.max(), x.clamp(0, 1), x.mean(), x.sum(), x.exp(), x.sin(), x.cos(),
+          x + 1, 1 + x, 1 - x, x * 2, 2 * x, 1 / x, x.clone(), x.unsqueeze(0), x.expand(2, 3),
+          x.view(3, 1), x.reshape(1, 3), x[0], x[[0, 1]], x[1:], x[None], torch.stack([x, x]),
+          torch.cat([x, x]), x.exp2(), x.rsqrt(), x.reciprocal(), x.square(), x.log1p(),
+          x.clamp(min=0), x.clamp_min(0.7), x.norm(), x.std(), x.var(), x.prod(), x.softmax(0),
+          x.log_softmax(0), x.cumsum(0), x.flip(0), x.min(), x.sin().sum(), x.logsumexp(0)]:
+    print(y.grad_fn.name(), y.grad_fn.next_functions if y.grad_fn.name() != 'StackBackward0' else '', y)
+""",
+    "names_matrix": """
+m = torch.tensor([[1.0, 2.0], [3.0, -4.0]], requires_grad=True)
+v = torch.tensor([1.0, -1.0], requires_grad=True)
+for y in [m @ v, m @ m, v @ v, v @ m, m.t(), m.transpose(0, 1), m.permute(1, 0), m.T, m.mT,
+          m.squeeze(), m.sum(0), m.sum(1, keepdim=True), m.mean(0), m[:, 1], m[0], m[1:, 0],
+          m.flatten(), m.max(0)[0], m.min(1).values, torch.max(m, m), m.maximum(m * 2),
+          m.split(1)[1], m.chunk(2, 1)[0], m.unbind(1)[1], m.double(), m.to(torch.float64),
+          m.repeat(2, 1), m.prod(0), m.std(0), m.norm(dim=1), torch.where(m > 0, m, 0.0),
+          m.masked_fill(m > 2, 0.0), m.gather(0, torch.tensor([[0, 1]])), m.triu(), m.tril(),
+          m.trace(), m.diagonal()]:
+    print(y.grad_fn.name(), y)
+""",
+    "backward_values": """
+x = torch.tensor([[0.3, -1.2, 2.0], [1.5, 0.7, -0.4]], requires_grad=True)
+w = torch.tensor([[0.1, 0.2], [-0.3, 0.4], [0.5, -0.6]], requires_grad=True)
+b = torch.tensor([0.05, -0.05], requires_grad=True)
+h = (x @ w + b).tanh()
+loss = (h.sigmoid() * h.exp()).mean() + h.abs().sum() / 3 - h.pow(3).max()
+loss.backward()
+print(loss, x.grad, w.grad, b.grad)
+""",
+    "reductions_grads": """
+x = torch.tensor([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]], requires_grad=True)
+(x.max(1).values.sum() + x.min(0)[0].sum() + x.amax(1).sum() + x.std(1).sum()
+ + x.var(0, unbiased=False).sum() + x.norm() + x.prod() / 100 + x.logsumexp(1).sum()).backward()
+print(x.grad)
+""",
+    "shape_grads": """
+x = torch.arange(12.0).reshape(3, 4).requires_grad_()
+y = x.t().reshape(2, 6)[1] * torch.arange(6.0)
+z = torch.cat([x.flatten()[:3], y, x.permute(1, 0)[2]]).unsqueeze(1).expand(12, 2)
+s = z.sum() + torch.stack([x[0], x[2]], 1).pow(2).sum()
+a, b, c = x
+s = s + (a * b * c).sum()
+s.backward()
+print(s, x.grad, x.is_leaf, y.is_leaf, s.requires_grad)
+""",
+    "double_backward": """
+x = torch.tensor([0.5, 1.0, 2.0], requires_grad=True)
+y = (x ** 3 * x.sin()).sum()
+g, = torch.autograd.grad(y, x, create_graph=True)
+print(g)
+gg, = torch.autograd.grad(g.sum(), x)
+print(gg)
+z = x.tanh().sum()
+z.backward(create_graph=True)
+print(x.grad)
+x.grad.sum().backward()
+print(x.grad)
+""",
+    "inplace": """
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+y = x * 2
+y.add_(1); print(y, y._version)
+y.mul_(x); print(y, y._version)
+y[0] = 7.0; print(y, y._version, y.grad_fn.next_functions)
+y += 1; print(y)
+y.clamp_(0, 10); print(y)
+y.sum().backward(); print(x.grad)
+z = x.exp()
+with torch.no_grad():
+    x.add_(1)
+print(x, x._version)
+try:
+    z.sum().backward()
+except RuntimeError as e:
+    print(str(e).split(' Hint')[0])
+q = x + 1
+with torch.no_grad():
+    x.mul_(2)
+(q * 2).sum().backward()
+print(x.grad)
+a = torch.zeros(3)
+a[1] = x[0]
+print(a)
+try:
+    x.add_(1)
+except RuntimeError as e:
+    print(e)
+""",
+    "hooks_retain": """
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+y = x * 3
+y.retain_grad()
+h = y.register_hook(lambda g: g * 10)
+z = (y * y).sum()
+z.backward()
+print(x.grad, y.grad)
+x.register_hook(lambda g: g + 1)
+x.grad = None
+(x * 2).sum().backward()
+print(x.grad)
+""",
+    "grad_modes": """
+x = torch.tensor([1.0], requires_grad=True)
+with torch.no_grad():
+    y = x * 2
+print(y.requires_grad, torch.is_grad_enabled())
+torch.set_grad_enabled(False)
+print((x * 2).requires_grad)
+torch.set_grad_enabled(True)
+@torch.no_grad()
+def f(a):
+    return a * 2
+print(f(x).requires_grad)
+with torch.no_grad():
+    with torch.enable_grad():
+        print((x * 2).requires_grad)
+with torch.set_grad_enabled(False):
+    print((x * 2).requires_grad)
+print(torch.is_grad_enabled())
+with torch.inference_mode():
+    print((x * 2).requires_grad)
+""",
+    "data_detach": """
+x = torch.ones(1, requires_grad=True)
+print(x.data, x.data.requires_grad)
+y = 2 * x
+x.data *= 100
+y.backward()
+print(x, x.grad)
+d = x.detach()
+print(d, d.requires_grad, d._version == x._version)
+d.add_(1)
+print(x, x._version, x.data._version)
+""",
+    "errors": """
+for f in [lambda: torch.ones(2, requires_grad=True).sum().backward() or torch.ones(2).backward(),
+          lambda: (torch.ones(2, requires_grad=True) * 2).backward(),
+          lambda: torch.tensor([1, 2], requires_grad=True),
+          lambda: torch.tensor([1, 2]).requires_grad_(),
+          lambda: torch.ones(2, requires_grad=True).numpy(),
+          lambda: torch.ones(2, requires_grad=True).add_(1)]:
+    try:
+        f()
+    except RuntimeError as e:
+        print(e)
+""",
+    "reprs": """
+for t in [torch.tensor(3), torch.tensor([True, False]), torch.tensor([1, 2], dtype=torch.int32),
+          torch.tensor(2.5, dtype=torch.float64), torch.tensor([1e10, 1.0]),
+          torch.tensor([0.1, 100000.0]), torch.tensor([float('nan'), 1.0, float('inf')]),
+          torch.tensor([1.5, -2.25]), torch.arange(300.0), torch.arange(2000.0).reshape(40, 50),
+          torch.zeros(0, 3), torch.tensor([]), torch.ones(2, 2, 2), torch.tensor([[1, -20], [300, 4]]),
+          torch.tensor([1e-5, 2e-5]), torch.tensor([-0.0001234]), torch.linspace(0, 1, 7),
+          torch.tensor([123456.7, 0.5]), torch.full((2, 3), 7), torch.eye(3, dtype=torch.float64),
+          torch.tensor([[0.1234567, 12.5], [-3.0, 0.0]], requires_grad=True) * 2,
+          torch.tensor([1.0, 2.0], dtype=torch.float16), torch.zeros(3, dtype=torch.int64),
+          torch.Size([2, 3]), torch.ones(2, 3).shape, torch.float64, torch.int64, torch.tensor(1e20),
+          torch.tensor([1.0 + 2.0j, -0.5j]), torch.tensor([[1.0, 2.0]]).dtype, torch.tensor([1, 2]) / 2,
+          torch.arange(5) * 0.5, torch.arange(3).float(), torch.tensor(-7.25, requires_grad=True)]:
+    print(t)
+""",
+    "autograd_function": """
+class Exp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, i):
+        r = i.exp()
+        ctx.save_for_backward(r)
+        return r
+    @staticmethod
+    def backward(ctx, g):
+        r, = ctx.saved_tensors
+        return g * r
+class MulConst(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, k):
+        ctx.k = k
+        print(ctx.needs_input_grad)
+        return a * k
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.k, None
+x = torch.tensor([0.5, 1.0], requires_grad=True)
+y = Exp.apply(x)
+print(y, y.grad_fn.name(), type(y.grad_fn).__name__)
+z = MulConst.apply(y, 3.0)
+z.sum().backward()
+print(x.grad)
+g, = torch.autograd.grad(Exp.apply(x).sum(), x, create_graph=True)
+print(g)
+""",
+    "functional": """
+import torch.autograd.functional as F
+def f(x):
+    return (x ** 2).sin()
+x = torch.tensor([0.5, 1.0, -0.3])
+print(F.jacobian(f, x))
+print(F.hessian(lambda x: (x ** 3).sum(), x))
+print(F.vjp(f, x, torch.ones(3)))
+print(F.jvp(f, x, torch.ones(3)))
+print(F.hvp(lambda x: (x ** 3).sum(), x, torch.ones(3)))
+print(F.vhp(lambda x: (x ** 3).sum(), x, torch.ones(3)))
+print(F.jacobian(lambda a, b: a * b, (x, x + 1)))
+print(torch.autograd.gradcheck(lambda a: (a * a).sin(), (torch.tensor([0.2, 0.4], dtype=torch.float64, requires_grad=True),)))
+""",
+    "torch_func": """
+from torch.func import grad, vjp, jvp, jacrev, jacfwd, hessian
+f = lambda x: (x.sin() * x).sum()
+x = torch.tensor([0.5, 1.0, 2.0])
+print(grad(f)(x))
+print(grad(grad(lambda x: x ** 3))(torch.tensor(2.0)))
+out, fn = vjp(lambda x: x.exp(), x)
+print(out, fn(torch.ones(3)))
+print(jvp(lambda x: x.exp(), (x,), (torch.ones(3),)))
+print(jacrev(lambda x: x.exp() * x.sum())(x))
+print(jacfwd(lambda x: x.exp() * x.sum())(x))
+print(hessian(lambda x: (x ** 3).sum())(x))
+""",
+    "autograd_grad": """
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+w = torch.tensor([3.0, 4.0], requires_grad=True)
+y = x * w
+z = y.sum() * 2
+print(torch.autograd.grad(z, [x, y], retain_graph=True))
+print(torch.autograd.grad(z, [x], grad_outputs=torch.tensor(3.0)))
+u = torch.tensor([1.0], requires_grad=True)
+try:
+    torch.autograd.grad((x * 2).sum(), [x, u])
+except RuntimeError as e:
+    print(e)
+print(torch.autograd.grad((x * 2).sum(), [x, u], allow_unused=True))
+y2 = (x * w).sum()
+y2.backward(inputs=[w])
+print(w.grad, x.grad)
+v = x * 2
+v.backward(torch.tensor([1.0, 0.5]))
+print(x.grad)
+""",
+    "unused_misc": """
+x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+print(x.shape, x.size(), x.size(1), x.dim(), x.ndim, x.numel(), x.dtype, x.device, x.is_leaf)
+print(x.sum().item(), x.tolist(), x.detach().numpy().dtype, len(x), x.float() is x, x.to('cpu') is x)
+print(torch.zeros_like(x), torch.ones_like(x, dtype=torch.int64), torch.full_like(x, 2.5))
+print(sum(torch.tensor([1.0, 2.0, 3.0], requires_grad=True)))
+print(torch.tensor([1.0, 2.0]) == torch.tensor([1.0, 3.0]), (x > 2).sum(), x.argmax(), x.argmax(1))
+print(torch.FloatTensor([1.0, 2.0]), torch.LongTensor([1, 2]), torch.DoubleTensor([1.5]))
+print(torch.tensor([[1, 2], [3, 4]]).sum(0), torch.tensor([1, 2, 3]).float().mean())
+print(torch.max(torch.tensor([[1.0, 5.0], [3.0, 2.0]]), 1))
+print(x.grad_fn, x.requires_grad, (x * 1).is_leaf, x.data.is_leaf)
+""",
+}
+
+
+def _run(mod: object, src: str) -> str:
+    import sys
+
+    buf = io.StringIO()
+    saved = {k: sys.modules.get(k) for k in ("torch", "torch.func", "torch.autograd.functional")}
+    if mod is tt:  # `from torch.func import ...` inside a program must find the facade
+        sys.modules["torch"] = tt
+        sys.modules["torch.func"] = tt.func
+        sys.modules["torch.autograd.functional"] = tt.autograd.functional
+    try:
+        with redirect_stdout(buf), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(src, {"torch": mod})
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+    return re.sub(r"0x[0-9a-f]+", "0x?", buf.getvalue())
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_same_output_as_pytorch(name: str) -> None:
+    want = _run(real_torch, PROGRAMS[name])
+    got = _run(tt, PROGRAMS[name])
+    assert got == want

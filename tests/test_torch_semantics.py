@@ -1,0 +1,220 @@
+"""The facade's semantics without PyTorch: transcripts, errors, one tape, memory."""
+
+from __future__ import annotations
+
+import gc
+import re
+import threading
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.numpy as tnp
+import tapegrad.torch as torch
+
+
+def norm(s: object) -> str:
+    return re.sub(r"0x[0-9a-f]+", "0x...", str(s))
+
+
+def test_issue_transcript() -> None:
+    w = torch.tensor([0.5, -1.0], requires_grad=True)
+    x = torch.tensor([2.0, 3.0])
+    y = (w * x).sum()
+    assert repr(y) == "tensor(-2., grad_fn=<SumBackward0>)"
+    assert norm(y.grad_fn.next_functions) == "((<MulBackward0 object at 0x...>, 0),)"
+    assert norm(y.grad_fn.next_functions[0][0].next_functions) == (
+        "((<AccumulateGrad object at 0x...>, 0), (None, 0))")
+    y.backward(retain_graph=True)
+    assert repr(w.grad) == "tensor([2., 3.])"
+    y.backward()
+    assert repr(w.grad) == "tensor([4., 6.])"
+    with pytest.raises(RuntimeError, match=r"^Trying to backward through the graph a second time \(or"):
+        y.backward()
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    a, b, c = x
+    assert f"{a!r} {a * b * c!r}" == (
+        "tensor(1., grad_fn=<UnbindBackward0>) tensor(6., grad_fn=<MulBackward0>)")
+    v = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    s = v.sin()
+    with torch.no_grad():
+        v.mul_(2)
+    with pytest.raises(RuntimeError) as err:
+        s.sum().backward()
+    assert str(err.value) == (
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        "operation: [torch.FloatTensor [3]] is at version 1; expected version 0 instead. Hint: "
+        "enable anomaly detection to find the operation that failed to compute its gradient, "
+        "with torch.autograd.set_detect_anomaly(True).")
+    assert repr(torch.tensor([[1.5, 2.0], [3.25, 4.0]], dtype=torch.float64, requires_grad=True)) == (
+        "tensor([[1.5000, 2.0000],\n        [3.2500, 4.0000]], dtype=torch.float64, requires_grad=True)")
+    assert repr(torch.tensor(1e-5)) == "tensor(1.0000e-05)"
+    assert repr(torch.arange(6).view(2, 3)) == "tensor([[0, 1, 2],\n        [3, 4, 5]])"
+
+
+@pytest.mark.parametrize("fn, msg", [
+    (lambda: torch.ones(2).sum().backward(),
+     "element 0 of tensors does not require grad and does not have a grad_fn"),
+    (lambda: (torch.ones(2, requires_grad=True) * 2).backward(),
+     "grad can be implicitly created only for scalar outputs"),
+    (lambda: torch.ones(2, requires_grad=True).add_(1),
+     "a leaf Variable that requires grad is being used in an in-place operation."),
+    (lambda: torch.ones(2, requires_grad=True).numpy(),
+     "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."),
+    (lambda: torch.tensor([1, 2]).requires_grad_(),
+     "only Tensors of floating point dtype can require gradients"),
+    (lambda: torch.tensor([1, 2], requires_grad=True),
+     "Only Tensors of floating point and complex dtype can require gradients"),
+])
+def test_error_messages_word_for_word(fn, msg) -> None:  # noqa: ANN001
+    with pytest.raises(RuntimeError) as err:
+        fn()
+    assert str(err.value) == msg
+
+
+def test_non_leaf_grad_warns() -> None:
+    y = torch.ones(2, requires_grad=True) * 2
+    with pytest.warns(UserWarning, match=r"^The \.grad attribute of a Tensor that is not a leaf Tensor is being accessed\."):
+        assert y.grad is None
+    y.retain_grad()
+    y.sum().backward()
+    assert repr(y.grad) == "tensor([1., 1.])"
+
+
+def test_dtypes_and_conversions() -> None:
+    assert torch.tensor([1.0]).dtype is torch.float32
+    assert torch.tensor([1]).dtype is torch.int64
+    assert torch.tensor([True]).dtype is torch.bool
+    assert torch.tensor(np.array([1.0])).dtype is torch.float64
+    x = torch.ones(2, requires_grad=True)
+    assert (x * 2.5).dtype is torch.float32 and (torch.arange(3) * 0.5).dtype is torch.float32
+    assert x.to("cpu") is x and x.float() is x and x.double().dtype is torch.float64
+    assert str(torch.Size([2, 3])) == "torch.Size([2, 3])"
+    assert x.detach().numpy().dtype == np.float32
+
+
+def test_one_tape_tg_grad_of_a_facade_function() -> None:
+    def f(t):  # noqa: ANN001, ANN202
+        return (t.sin() * t).sum()
+
+    x = torch.tensor([0.5, 1.0, 2.0])
+    g = tg.grad(f)(x)
+    assert isinstance(g, torch.Tensor)
+    v = np.array([0.5, 1.0, 2.0], dtype=np.float32)
+    np.testing.assert_allclose(g.numpy(), np.cos(v) * v + np.sin(v), rtol=1e-6)
+    # the same primitives: the facade graph is made of tapegrad.numpy entries
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = w * w
+    assert y._value._node.prim is tnp.multiply.primitive
+    # and tg.grad of a facade leaf that requires grad gives a differentiable result
+    h = tg.grad(lambda t: (t ** 3).sum())(w)
+    h.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), [6.0, 12.0])
+
+
+def test_backward_options() -> None:
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    w = torch.tensor([3.0, 4.0], requires_grad=True)
+    (x * w).sum().backward(inputs=[x])
+    assert w.grad is None and repr(x.grad) == "tensor([3., 4.])"
+    x.grad.zero_()
+    y = (x ** 3).sum()
+    y.backward(create_graph=True)
+    assert x.grad.requires_grad
+    (g2,) = torch.autograd.grad(x.grad.sum(), x)
+    np.testing.assert_allclose(g2.numpy(), [6.0, 12.0])
+    h = x.register_hook(lambda g: g * 0)
+    x.grad = None
+    (x * 5).sum().backward()
+    assert repr(x.grad) == "tensor([0., 0.])"
+    h.remove()
+    x.grad = None
+    (x * 5).sum().backward()
+    assert repr(x.grad) == "tensor([5., 5.])"
+
+
+def test_autograd_function_double_backward() -> None:
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):  # noqa: ANN001, ANN205
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):  # noqa: ANN001, ANN205
+            (x,) = ctx.saved_tensors
+            return g * 3 * x ** 2
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Cube.apply(x)
+    assert y.grad_fn.name() == "CubeBackward"
+    (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+    (gg,) = torch.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), [6.0, 12.0])
+
+
+def test_grad_mode_is_per_thread() -> None:
+    seen = []
+    with torch.no_grad():
+        t = threading.Thread(target=lambda: seen.append(torch.is_grad_enabled()))
+        t.start()
+        t.join()
+        assert not torch.is_grad_enabled()
+    assert seen == [True] and torch.is_grad_enabled()
+
+
+def test_func_transforms() -> None:
+    x = torch.tensor([0.5, 1.0], dtype=torch.float64)
+    j = torch.func.jacrev(lambda t: t.exp() * t.sum())(x)
+    jf = torch.func.jacfwd(lambda t: t.exp() * t.sum())(x)
+    np.testing.assert_allclose(j.numpy(), jf.numpy())
+    h = torch.func.hessian(lambda t: (t ** 3).sum())(x)
+    np.testing.assert_allclose(h.numpy(), np.diag(6 * x.numpy()))
+    assert torch.autograd.gradcheck(lambda t: t.sin() * t,
+                                    (torch.tensor([0.3, 0.7], dtype=torch.float64, requires_grad=True),))
+
+
+def test_training_loop_does_not_grow_memory() -> None:
+    rng = np.random.default_rng(0)
+    w = torch.tensor(rng.standard_normal((4, 3)) * 0.1, dtype=torch.float32, requires_grad=True)
+    b = torch.zeros(3, requires_grad=True)
+    x = torch.tensor(rng.standard_normal((8, 4)), dtype=torch.float32)
+    target = torch.tensor(rng.standard_normal((8, 3)), dtype=torch.float32)
+
+    def train(n: int) -> None:
+        for _ in range(n):
+            loss = ((x @ w + b).tanh() - target).pow(2).mean()
+            loss.backward()
+            with torch.no_grad():
+                w.sub_(0.01 * w.grad)
+                b.sub_(0.01 * b.grad)
+                w.grad.zero_()
+                b.grad.zero_()
+
+    train(200)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        train(1000)
+        gc.collect()
+        base = tracemalloc.get_traced_memory()[0]
+        train(9000)
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert grown < 64 * 1024, f"memory grew by {grown} bytes over 9000 steps"
+    assert w.is_leaf and w.requires_grad and w._version == 10200
+
+
+def test_graph_goes_with_its_tensors() -> None:
+    import weakref
+
+    x = torch.ones(3, requires_grad=True)
+    y = (x * 2).sin().sum()
+    ref = weakref.ref(y._value._node)
+    del y
+    gc.collect()
+    assert ref() is None
