@@ -82,9 +82,14 @@ def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[...,
 
     @functools.wraps(fun)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        if len(args) == 1:
+        n = len(args)
+        if n == 1:
             if type(args[0]) is Traced:
                 return _apply1(prim, args[0], kwargs)
+            return fun(*args, **kwargs)
+        if n == 2:
+            if type(args[0]) is Traced or type(args[1]) is Traced:
+                return _apply2(prim, args[0], args[1], kwargs)
             return fun(*args, **kwargs)
         for a in args:
             if type(a) is Traced:
@@ -99,8 +104,6 @@ def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[...,
 def _apply(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The recording path (at least one argument is traced). Kept lean: this
     is the per-op cost of every traced operation."""
-    if len(args) == 2:
-        return _apply2(prim, args[0], args[1], kwargs)
     tape = None
     level = -1
     nested = False  # do lower-level traced values take part?
@@ -161,17 +164,6 @@ def top_tape(args: Sequence[Any]) -> Any:
     return tape
 
 
-def record_boxed(tape: Any, prim: Primitive, ans: Any, args: Sequence[Any], raw: Sequence[Any],
-                 kwargs: dict[str, Any], argnums: Sequence[int]) -> Traced:
-    """Record an entry whose rules close over the *traced* arguments and
-    output rather than their values (see ``GraphTape``)."""
-    out = Traced(ans, tape, None)
-    out._node = Node(next_index(), ans.shape, ans.dtype, prim,
-                     tuple([args[i]._node for i in argnums]),
-                     tuple([prim.vjp_maker(i)(out, *args, **kwargs) for i in argnums]))
-    return out
-
-
 def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
     """``_apply`` unrolled for two arguments (binary operators: the hot case)."""
     ta = type(a) is Traced
@@ -188,11 +180,17 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
         tape = A if ta else B
     elif ta:
         tape = a._tape
-        if not tape.active:
+        if not tape.active:  # e.g. a saved value read in a plain backward pass
+            x = a._value
+            if type(x) is not Traced and type(b) is not Traced:
+                return prim.fun(x, b, **kwargs)
             return prim.wrapped(_unbox_stale(a), b, **kwargs)
     else:
         tape = b._tape
         if not tape.active:
+            y = b._value
+            if type(y) is not Traced and type(a) is not Traced:
+                return prim.fun(a, y, **kwargs)
             return prim.wrapped(a, _unbox_stale(b), **kwargs)
     x = a._value if ta else a
     y = b._value if tb else b
@@ -233,6 +231,8 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
         if type(other) is not Traced:
             tape = self._tape
             x = self._value
+            if not tape.active and type(x) is not Traced:  # a stale value: plain arithmetic
+                return prim.fun(other, x) if reflected else prim.fun(x, other)
             if tape.active and tape.record is None and type(x) is not Traced:
                 maker = prim.vjps.get(argnum)
                 if maker is not None:
@@ -258,9 +258,11 @@ _NO_KWARGS: dict[str, Any] = {}
 def _apply1(prim: Primitive, a: Traced, kwargs: dict[str, Any]) -> Any:
     """``_apply`` for one traced argument (unary functions and methods)."""
     tape = a._tape
-    if not tape.active:
-        return prim.wrapped(_unbox_stale(a), **kwargs)
     x = a._value
+    if not tape.active:  # e.g. a saved value read in a plain backward pass
+        if type(x) is not Traced:
+            return prim.fun(x, **kwargs)
+        return prim.wrapped(_unbox_stale(a), **kwargs)
     ans = prim.wrapped(x, **kwargs) if type(x) is Traced else prim.fun(x, **kwargs)
     if tape.record is not None:
         return tape.record(prim, ans, (a,), (x,), kwargs, (0,))

@@ -290,9 +290,19 @@ class GraphTape:
         self._switch = _Switch()
 
     def record(self, prim: Any, ans: Any, args: Any, raw: Any, kwargs: Any, argnums: Any) -> Traced:
-        from tapegrad.primitive import record_boxed
-
-        return record_boxed(self, prim, ans, args, raw, kwargs, argnums)
+        """An entry whose rules close over the *traced* arguments and output
+        (not their values), so a replay can itself be recorded."""
+        out = Traced(ans, self, None)
+        table = prim.vjps
+        if len(argnums) == 1:
+            i = argnums[0]
+            parents: tuple[Node, ...] = (args[i]._node,)
+            vjps: tuple[Any, ...] = ((table.get(i) or prim.vjp_maker(i))(out, *args, **kwargs),)
+        else:
+            parents = tuple([args[i]._node for i in argnums])
+            vjps = tuple([(table.get(i) or prim.vjp_maker(i))(out, *args, **kwargs) for i in argnums])
+        out._node = Node(next_index(), ans.shape, ans.dtype, prim, parents, vjps)
+        return out
 
     @property
     def active(self) -> bool:

@@ -19,29 +19,9 @@ from typing import Any
 import numpy as np
 
 from tapegrad.tape import GraphTape, backprop, next_index, reachable
-from tapegrad.tape import Node as _CoreNode
 from tapegrad.tracer import Traced
 
-
-class _FacadeTape(GraphTape):
-    """The facade's GraphTape, with the recording hook kept lean (the per-op
-    cost of every facade op): the same entry ``record_boxed`` makes."""
-
-    def record(self, prim: Any, ans: Any, args: Any, raw: Any, kwargs: Any, argnums: Any) -> Traced:
-        out = Traced(ans, self, None)
-        table = prim.vjps
-        if len(argnums) == 1:
-            i = argnums[0]
-            parents: tuple[Any, ...] = (args[i]._node,)
-            vjps: tuple[Any, ...] = ((table.get(i) or prim.vjp_maker(i))(out, *args, **kwargs),)
-        else:
-            parents = tuple([args[i]._node for i in argnums])
-            vjps = tuple([(table.get(i) or prim.vjp_maker(i))(out, *args, **kwargs) for i in argnums])
-        out._node = _CoreNode(next_index(), ans.shape, ans.dtype, prim, parents, vjps)
-        return out
-
-
-GT = _FacadeTape()
+GT = GraphTape()  # the facade's one tape: level 0, recording while grad mode is on
 
 # --- grad mode ------------------------------------------------------------------------------
 
