@@ -1,0 +1,126 @@
+"""Smoke tests: every example runs with --small, and the docs build with --strict."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def run_example(name: str, cwd: Path, *args: str, timeout: float = 60) -> str:
+    """Run examples/NAME.py --small in ``cwd``; return its stdout (fail on a non-zero exit)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["MPLBACKEND"] = "Agg"
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{name}.py"), *args, "--small"],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+    )
+    assert proc.returncode == 0, f"{name} exited with {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def test_quickstart(tmp_path):
+    out = run_example("quickstart", tmp_path)
+    assert "tanh''''(0.3)" in out and "accuracy" in out
+
+
+def test_higher_derivatives(tmp_path):
+    pytest.importorskip("matplotlib")
+    out = run_example("higher_derivatives", tmp_path, "derivs.png")
+    assert "d^5 tanh / dx^5 at 0 = +16.000000" in out
+    png = tmp_path / "derivs.png"
+    assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_higher_derivatives_default_output(tmp_path):
+    pytest.importorskip("matplotlib")
+    run_example("higher_derivatives", tmp_path)
+    assert (tmp_path / "tanh_derivatives.png").exists()
+
+
+def test_newton_rosenbrock_reaches_minimum(tmp_path):
+    out = run_example("newton_rosenbrock", tmp_path)
+    m = re.search(r"final point \(([-\d.e+]+), ([-\d.e+]+)\)", out)
+    assert m, out
+    x, y = float(m.group(1)), float(m.group(2))
+    assert abs(x - 1) < 1e-6 and abs(y - 1) < 1e-6
+    losses = [float(v) for v in re.findall(r"loss = ([\d.e+-]+)", out)]
+    assert losses[-1] < 1e-12 and losses[-1] < losses[0]
+
+
+def test_meta_gradient_matches_finite_differences(tmp_path):
+    out = run_example("meta_gradient", tmp_path)
+    assert "meta-gradient matches finite differences" in out
+    pairs = re.findall(r"tapegrad\s+(\S+)\s+finite diff\s+(\S+)", out)
+    assert len(pairs) >= 2
+    for got, fd in pairs:
+        assert abs(float(got) - float(fd)) <= 1e-8 + 1e-5 * abs(float(fd))
+    assert "d meta_loss / d log_lr" in out  # the inner learning rate is differentiated too
+
+
+def test_logistic_regression_numpy(tmp_path):
+    out = run_example("logistic_regression_numpy", tmp_path)
+    assert "matches the closed form" in out
+    acc = float(re.search(r"test accuracy ([\d.]+)%", out).group(1))
+    assert acc > 80
+
+
+def test_tape_graphviz(tmp_path):
+    out = run_example("tape_graphviz", tmp_path, "mytape")
+    assert "= matmul(%0, %1)" in out and "= sum(" in out
+    dot = (tmp_path / "mytape.dot").read_text()
+    assert dot.startswith("digraph tape {") and "->" in dot
+    if "skipped" in out:
+        assert not (tmp_path / "mytape.png").exists()
+    else:
+        assert (tmp_path / "mytape.png").exists()
+
+
+def test_examples_have_docstrings():
+    for path in EXAMPLES.glob("*.py"):
+        text = path.read_text()
+        assert text.lstrip().startswith('"""'), f"{path.name} has no module docstring"
+
+
+def test_mkdocs_build_strict(tmp_path):
+    pytest.importorskip("mkdocs")
+    pytest.importorskip("material")
+    pytest.importorskip("mkdocstrings")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(ROOT / "mkdocs.yml"),
+         "-d", str(tmp_path / "site")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "site" / "index.html").exists()
+    assert (tmp_path / "site" / "api" / "index.html").exists()
+
+
+DOC_PAGES = ["index.md", "tutorial.md", "coming-from.md", "extending.md", "architecture.md"]
+
+
+@pytest.mark.parametrize("page", DOC_PAGES)
+def test_docs_samples_print_what_they_show(page):
+    """The ``pycon`` samples of each page run as doctests (one namespace per page);
+    ``...`` in a shown output stands for an address or the rest of a long message."""
+    import doctest
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tutorial reads a non-leaf .grad on purpose
+        result = doctest.testfile(
+            str(ROOT / "docs" / page), module_relative=False, verbose=False, report=True,
+            optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,
+        )
+    assert result.attempted > 0, f"no samples found in docs/{page}"
+    assert result.failed == 0, f"{result.failed} sample(s) in docs/{page} print something else"
