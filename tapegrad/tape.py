@@ -69,7 +69,9 @@ class Node:
         return (self.index,)
 
     def __repr__(self) -> str:
-        return f"<Entry %{self.index} = {self.primitive}{self.inputs}>"
+        # global node numbers (#n); str(tape) numbers each tape's lines from %0
+        args = ", ".join(f"#{i}" for i in self.inputs)
+        return f"<Entry #{self.index} = {self.primitive}({args})>"
 
 
 class _Stack(threading.local):
