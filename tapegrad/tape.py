@@ -367,6 +367,30 @@ def reachable(roots: Iterable[Node]) -> Iterator[Node]:
                 push(heap, (-p.index, p))
 
 
+def _fit(c: Any, p: Node, g: Any, nb: int) -> Any:
+    """A cotangent contribution summed back to its parent's shape (keeping the
+    ``nb`` batch axes of ``g``) and cast to its dtype: the one place rules'
+    broadcasting and dtype promotion are undone."""
+    from tapegrad.primitive import cast_to, sum_to
+
+    if c.shape != (g.shape[:nb] + p.shape if nb else p.shape):
+        c = sum_to(c, p.shape, nb)
+    if c.dtype != p.dtype:
+        c = cast_to(c, p.dtype)
+    return c
+
+
+def _accumulate(ct: dict[int, Any], owned: set[int], i: int, c: Any) -> None:
+    """Add ``c`` into the cotangent of node ``i``: in place when this walk
+    allocated that buffer, else into a new one (which it then owns)."""
+    old = ct[i]
+    if i in owned and type(old) is np.ndarray and type(c) is not Traced:
+        old += c
+    else:
+        ct[i] = old + c
+        owned.add(i)
+
+
 def backprop(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
              hooks: dict[int, list[Callable[[Any], Any]]] | None = None) -> dict[int, Any]:
     """The reverse pass: walk ``entries`` (descending index), pulling each
@@ -381,11 +405,8 @@ def backprop(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
     functions applied to its total cotangent before it is pushed on
     (``g = hook(g)``), as tensor hooks are.
     """
-    from tapegrad.primitive import cast_to, sum_to
-
     pop = ct.pop
     owned: set[int] = set()  # cotangent buffers this walk allocated: safe to add into
-    ndarray = np.ndarray
     for e in entries:
         g = pop(e.index, None)
         if g is None:
@@ -400,24 +421,27 @@ def backprop(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
             for hook in hooks[e.index]:
                 g = hook(g)
         nb = g.ndim - len(e.shape)
-        batch = g.shape[:nb] if nb else ()
-        for p, vjp in zip(e.parents, vjps):
-            c = vjp(g)
-            if c.shape != (batch + p.shape if nb else p.shape):
-                c = sum_to(c, p.shape, nb)
-            dt = c.dtype
-            if dt is not p.dtype and dt != p.dtype:
-                c = cast_to(c, p.dtype)
+        parents = e.parents
+        if len(parents) == 1:  # the common case, unrolled
+            p = parents[0]
+            c = vjps[0](g)
+            if c.shape != p.shape or (c.dtype is not p.dtype and c.dtype != p.dtype):
+                c = _fit(c, p, g, nb)
             i = p.index
             if i in ct:
-                old = ct[i]
-                if i in owned and type(old) is ndarray and type(c) is not Traced:
-                    old += c
-                else:
-                    ct[i] = old + c
-                    owned.add(i)
+                _accumulate(ct, owned, i, c)
             else:
                 ct[i] = c
+        else:
+            for p, vjp in zip(parents, vjps):
+                c = vjp(g)
+                if c.shape != p.shape or (c.dtype is not p.dtype and c.dtype != p.dtype):
+                    c = _fit(c, p, g, nb)
+                i = p.index
+                if i in ct:
+                    _accumulate(ct, owned, i, c)
+                else:
+                    ct[i] = c
         if not retain:
             e.vjps = None
     return ct
