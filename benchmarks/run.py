@@ -27,6 +27,14 @@ forward + backward of the same function, run in the same process):
     with ``tracemalloc`` (NumPy reports its buffers to it, and Python objects
     such as tape nodes are traced too); MiB over the memory held before the
     step.
+(e) Higher order, against analytic NumPy formulas: the full Hessian of
+    ``sum(tanh(A x)**2)`` at n = 300 (forward-over-reverse), the
+    Hessian-vector product at n = 300, and the third derivative of tanh on
+    1,000 points (three nested ``elementwise_grad``).
+(f) The torch-style facade (``loss.backward()``) against the functional API
+    on the chain of (a) and an MLP step (benchmarks/facade.py).
+(g) Gradients of ``slogdet`` and ``solve`` at n = 500 against the NumPy
+    formulas (benchmarks/linalg_bench.py).
 
 How: ``OMP/OPENBLAS/MKL_NUM_THREADS`` default to 1 before NumPy is imported
 (and ``threadpoolctl`` limits BLAS to one thread when it is installed). Each
@@ -70,6 +78,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark modules
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
@@ -77,13 +86,13 @@ import tapegrad.numpy as tnp
 Params = dict[str, np.ndarray]
 Sampler = Callable[[], float]  # runs once, returns the seconds of its timed part
 
-CASES = ("a", "b", "c", "d")
+CASES = ("a", "b", "c", "d", "e", "f", "g")
 CHAIN_ITERS = 333  # (a): 333 x (sin, mul, add) + a final sum = 1,000 ops
 CHAIN_OPS = 3 * CHAIN_ITERS + 1
 A_MUL, A_ADD = 1.0001, 0.1
 C_MUL = 1.0000001  # (c): one multiply per entry
 LAYERS = (64, 512, 512, 10)
-TARGETS = {"a": 3.0, "b": 1.0, "c": 2.0, "d": 1.0}  # tapegrad / numpy
+TARGETS = {"a": 3.0, "b": 1.0, "c": 2.0, "d": 1.0, "e": 3.0, "f": 1.2, "g": 1.2}  # tapegrad / numpy
 
 
 class GradientMismatch(AssertionError):
@@ -529,6 +538,7 @@ class Row:
     tapegrad: float | None = None
     peers: dict[str, float] = field(default_factory=dict)
     error: str = ""
+    target: float | None = None  # when the row's target is not its case's
 
     @property
     def ratio(self) -> float | None:
@@ -554,7 +564,7 @@ def render(rows: list[Row], peers: list[Peer]) -> str:
     notes: list[str] = []
     for row in rows:
         ratio = row.ratio
-        target = TARGETS[row.case]
+        target = row.target if row.target is not None else TARGETS[row.case]
         met = "-" if ratio is None else ("yes" if ratio <= target else "NO")
         cells = [f"({row.case}) {row.label}", row.unit, fmt(row.numpy), fmt(row.tapegrad),
                  "-" if ratio is None else f"{ratio:.2f}x", f"<= {target:g}x", met]
@@ -704,14 +714,74 @@ def case_d(s: Settings, peers: list[Peer]) -> list[Row]:
     return [row]
 
 
+def case_e(s: Settings, peers: list[Peer]) -> list[Row]:
+    """Hessian (n = 300), Hessian-vector product (n = 300) and the third
+    derivative of tanh on 1,000 points, against their analytic formulas."""
+    rng = np.random.default_rng(0)
+    n = 300
+    A = rng.standard_normal((n, n)) / np.sqrt(n)
+    x, v = rng.standard_normal(n), rng.standard_normal(n)
+    pts = rng.standard_normal(1000)
+
+    def f(x: Any) -> Any:
+        return tnp.sum(tnp.tanh(A @ x) ** 2)
+
+    def d2(x: np.ndarray) -> np.ndarray:  # second derivative of tanh(z)^2 at z = A x
+        t = np.tanh(A @ x)
+        return 2 * (1 - t * t) ** 2 - 4 * t * t * (1 - t * t)
+
+    hess = tg.hessian(f)
+    d3 = tg.elementwise_grad(tg.elementwise_grad(tg.elementwise_grad(tnp.tanh)))
+    cases = [
+        ("Hessian, n=300, sum(tanh(Ax)^2)", 3.0, lambda: A.T @ (d2(x)[:, None] * A), lambda: hess(x)),
+        ("Hessian-vector product, n=300", 2.0, lambda: A.T @ (d2(x) * (A @ v)),
+         lambda: tg.hvp(f, (x,), (v,))[1]),
+        ("third derivative of tanh, 1,000 pts", 10.0,
+         lambda: -2 * (1 - np.tanh(pts) ** 2) * (1 - 3 * np.tanh(pts) ** 2), lambda: d3(pts)),
+    ]
+    rows = []
+    for label, target, formula, ours in cases:
+        check_close(label, ours(), formula(), 1e-9)
+        t = measure({"numpy": timed(formula), "tapegrad": timed(ours)}, s.b_repeats, s.warmup)
+        rows.append(Row("e", label, "ms", numpy=t["numpy"] * 1e3, tapegrad=t["tapegrad"] * 1e3,
+                        target=target))
+    return rows
+
+
+def case_f(s: Settings, peers: list[Peer]) -> list[Row]:
+    """The torch-style facade against the functional API (and NumPy) in one run."""
+    import facade  # benchmarks/facade.py
+
+    by = {(c, k): (v, unit) for c, k, v, unit in facade.run(s.a_repeats < 10)}
+    rows = []
+    for case, label in (("chain", "facade chain vs functional"), ("mlp", "facade MLP step f32 vs functional")):
+        (fu, unit), (fa, _) = by[(case, "functional")], by[(case, "facade")]
+        rows.append(Row("f", label, unit, numpy=fu, tapegrad=fa, target=1.2))
+    npv, unit = by[("chain", "numpy")]
+    rows.append(Row("f", "facade chain vs NumPy", unit, numpy=npv, tapegrad=by[("chain", "facade")][0],
+                    target=3.5))
+    return rows
+
+
+def case_g(s: Settings, peers: list[Peer]) -> list[Row]:
+    """Gradients of slogdet and solve at n = 500 against the NumPy formulas."""
+    import linalg_bench  # benchmarks/linalg_bench.py
+
+    return [Row("g", name, "ms", numpy=t_np * 1e3, tapegrad=t_tg * 1e3)
+            for name, t_np, t_tg in linalg_bench.run(s.a_repeats < 10)]
+
+
 CASE_FUNCS: dict[str, Callable[[Settings, list[Peer]], list[Row]]] = {
-    "a": case_a, "b": case_b, "c": case_c, "d": case_d,
+    "a": case_a, "b": case_b, "c": case_c, "d": case_d, "e": case_e, "f": case_f, "g": case_g,
 }
 CASE_LABELS = {
     "a": ("1,000-op chain, (4,) f64, fwd+bwd", "us/op"),
     "b": ("MLP value_and_grad, batch 256", "ms/step"),
     "c": ("backward only, long chains", "us/entry"),
     "d": ("peak memory, MLP step, f64", "MiB"),
+    "e": ("Hessian / HVP / third derivative vs formulas", "ms"),
+    "f": ("torch facade vs functional API", "-"),
+    "g": ("linalg gradients vs formulas, n=500", "ms"),
 }
 
 
@@ -724,7 +794,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true",
                         help="few repeats and no 1M chain: a smoke run of a few seconds")
     parser.add_argument("--only", default=",".join(CASES), metavar="a,b,...",
-                        help="comma-separated cases to run (default: all of a,b,c,d)")
+                        help="comma-separated cases to run (default: all of a..g)")
     parser.add_argument("--no-peers", action="store_true",
                         help="do not time autograd / torch even when they are installed")
     args = parser.parse_args(argv)
