@@ -367,12 +367,13 @@ def reachable(roots: Iterable[Node]) -> Iterator[Node]:
                 push(heap, (-p.index, p))
 
 
-def _fit(c: Any, p: Node, g: Any, nb: int) -> Any:
-    """A cotangent contribution summed back to its parent's shape (keeping the
-    ``nb`` batch axes of ``g``) and cast to its dtype: the one place rules'
-    broadcasting and dtype promotion are undone."""
+def _fit(c: Any, p: Node, g: Any, e: Node) -> Any:
+    """A contribution to parent ``p`` of entry ``e`` (whose cotangent is ``g``)
+    summed back to ``p``'s shape, keeping ``g``'s leading batch axes, and cast
+    to its dtype: the one place rules' broadcasting and promotion are undone."""
     from tapegrad.primitive import cast_to, sum_to
 
+    nb = g.ndim - len(e.shape)
     if c.shape != (g.shape[:nb] + p.shape if nb else p.shape):
         c = sum_to(c, p.shape, nb)
     if c.dtype != p.dtype:
@@ -420,13 +421,12 @@ def backprop(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
         if hooks and e.index in hooks:
             for hook in hooks[e.index]:
                 g = hook(g)
-        nb = g.ndim - len(e.shape)
         parents = e.parents
         if len(parents) == 1:  # the common case, unrolled
             p = parents[0]
             c = vjps[0](g)
             if c.shape != p.shape or (c.dtype is not p.dtype and c.dtype != p.dtype):
-                c = _fit(c, p, g, nb)
+                c = _fit(c, p, g, e)
             i = p.index
             if i in ct:
                 _accumulate(ct, owned, i, c)
@@ -436,7 +436,7 @@ def backprop(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
             for p, vjp in zip(parents, vjps):
                 c = vjp(g)
                 if c.shape != p.shape or (c.dtype is not p.dtype and c.dtype != p.dtype):
-                    c = _fit(c, p, g, nb)
+                    c = _fit(c, p, g, e)
                 i = p.index
                 if i in ct:
                     _accumulate(ct, owned, i, c)
