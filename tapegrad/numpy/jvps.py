@@ -135,10 +135,7 @@ defjvp(w.reshape_c, lambda ans, x, shape: lambda t: w.reshape_c(t, t.shape[: _nb
 
 def _jvp_transpose(ans: Any, x: Any, axes: Any = None) -> Jvp:
     perm = tuple(range(x.ndim))[::-1] if axes is None else d.normalize_axes(axes, x.ndim)
-    def jvp(t: Any) -> Any:
-        nb = _nb(t, x)
-        return w.transpose(t, tuple(range(nb)) + tuple(nb + i for i in perm))
-    return jvp
+    return lambda t: v.transpose_batched(t, perm, _nb(t, x))
 
 
 def _jvp_concatenate(argnum: int, ans: Any, axis: int, *arrays: Any) -> Jvp:

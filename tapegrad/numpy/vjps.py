@@ -265,13 +265,15 @@ defvjp(w.copy,       lambda ans, x: lambda g: g)
 defvjp(w.astype_float, lambda ans, x, dtype: lambda g: g)
 
 
+def transpose_batched(g: Any, perm: tuple[int, ...], nb: int) -> Any:
+    """``transpose(g, perm)`` on the trailing axes of ``g``, its ``nb`` leading axes kept."""
+    return w.transpose(g, tuple(range(nb)) + tuple(nb + i for i in perm))
+
+
 def _vjp_transpose(ans: Any, x: Any, axes: Any = None) -> Vjp:
     perm = tuple(range(x.ndim))[::-1] if axes is None else d.normalize_axes(axes, x.ndim)
-    inv = tuple(np.argsort(perm))
-    def vjp(g: Any) -> Any:
-        nb = _nb(g, ans)
-        return w.transpose(g, tuple(range(nb)) + tuple(nb + i for i in inv))
-    return vjp
+    inv = tuple(int(i) for i in np.argsort(perm))
+    return lambda g: transpose_batched(g, inv, _nb(g, ans))
 
 
 def _vjp_concatenate(argnum: int, ans: Any, axis: int, *arrays: Any) -> Vjp:
