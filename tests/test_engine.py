@@ -232,3 +232,32 @@ def test_graph_tape_owns_its_graph_and_differentiates_its_backward() -> None:
     del y, dy, ct, ct2
     gc.collect()
     assert ref() is None  # the graph went with the values that owned it
+
+
+def test_cyclic_gc_paused_while_recording_and_restored() -> None:
+    import gc
+
+    assert gc.isenabled()
+    with Tape() as outer:
+        assert not gc.isenabled()
+        with Tape():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+        x = outer.watch(np.array([1.0]))
+        y = sin(x)
+    assert gc.isenabled()
+    outer.gradient(y, x)
+    assert gc.isenabled()
+    try:
+        with Tape():
+            raise KeyError("boom")
+    except KeyError:
+        pass
+    assert gc.isenabled()
+    gc.disable()  # a user who turned it off keeps it off
+    try:
+        with Tape():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

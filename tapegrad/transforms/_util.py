@@ -105,9 +105,10 @@ class Traced_call:
 
     def backward(self, seeds: dict[int, Any], retain: bool, batch: tuple[int, ...] = ()) -> list[Any]:
         """Cotangents for every argnum, each in its argument's structure."""
-        from tapegrad.tape import backprop, zeros_for
+        from tapegrad.tape import backprop, gc_paused, zeros_for
 
-        ct = backprop(reversed(self.tape.entries), seeds, retain)
+        with gc_paused:
+            ct = backprop(reversed(self.tape.entries), seeds, retain)
         results = []
         for _, tdef, nodes, primals in self.inputs:
             gs = []
