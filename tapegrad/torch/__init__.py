@@ -17,7 +17,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from tapegrad.torch import _dtype, autograd, func  # noqa: E402, I001
+from tapegrad.torch import _dtype, autograd, func, nn, optim  # noqa: E402, I001
 from tapegrad.torch._creation import (
     BoolTensor,
     DoubleTensor,
@@ -111,11 +111,11 @@ __all__ = [
     "is_inference_mode_enabled", "is_tensor", "linspace", "long", "manual_seed", "no_grad", "numel",
     "ones", "ones_like", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like",
     "randperm", "seed", "set_default_dtype", "set_grad_enabled", "short", "stack", "tensor",
-    "uint8", "vstack", "where", "zeros", "zeros_like",
+    "uint8", "vstack", "where", "zeros", "zeros_like", "nn", "optim",
 ]
 
 # the function forms of tensor methods: torch.exp(x), torch.sum(x, dim=0), ...
-_METHODS = """abs absolute acos acosh add addcdiv addcmul all allclose amax amin any argmax argmin
+_METHODS = """abs absolute acos acosh add addcdiv addcmul addmm all allclose amax amin any argmax argmin
 argsort asin asinh atan atan2 atanh ceil chunk clamp clamp_max clamp_min clip clone cos cosh
 count_nonzero cumprod cumsum detach diag diagonal div divide dot equal exp exp2 expm1 flatten
 flip floor frac gather index_select isclose isfinite isinf isnan lerp log log10 log1p log2

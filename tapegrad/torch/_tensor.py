@@ -1001,6 +1001,21 @@ class Tensor:
     def outer(self, other: Tensor) -> Tensor:
         return self.reshape(-1, 1) * other.reshape(1, -1)
 
+    # (added for nn.Linear) ``torch.addmm``: one node, named as PyTorch names it
+    def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """``beta * self + alpha * (mat1 @ mat2)`` as one ``AddmmBackward0`` node
+        (``self`` broadcasts; ``nn.Linear`` calls ``bias.addmm(x, weight.t())``)."""
+        a, b, s = mat1._value, mat2._value, self._value
+        if a.ndim != 2 or b.ndim != 2:
+            raise RuntimeError(f"mat1 must be a matrix, got {a.ndim}-D tensor" if a.ndim != 2
+                               else f"mat2 must be a matrix, got {b.ndim}-D tensor")
+        m = _w.matmul(a, b)
+        if alpha != 1:
+            m = _w.multiply(m, alpha)
+        if beta != 1:
+            s = _w.multiply(s, beta)
+        return _result(_w.add(m, s), "AddmmBackward0", (self, mat1, mat2))
+
     def addcmul(self, t1: Any, t2: Any, value: Any = 1) -> Tensor:
         return self + t1 * t2 * value if value != 1 else self + t1 * t2
 

@@ -1,0 +1,160 @@
+"""One training epoch of ``examples/train_digits.py``: each style vs hand-written NumPy.
+
+Run from the repository root::
+
+    PYTHONPATH=. python3 benchmarks/digits_bench.py [--quick]
+
+The contenders train the example's MLP (64 -> 256 -> tanh -> 10, float32,
+cross-entropy, Adam, batch 64) for one epoch over the 1,437 training images:
+
+- ``numpy``: forward, backward and the Adam update written out by hand
+  (the baseline, re-timed in the same run);
+- ``functional``: the example's ``--style functional`` step
+  (``tg.value_and_grad`` + the NumPy Adam update);
+- ``torch``: the example's ``--style torch`` step (``nn.Sequential``,
+  ``loss.backward()``, ``optim.Adam``).
+
+All three start from the same weights and see the same batches. BLAS runs
+on one thread (set before NumPy is imported). Each is warmed up for a few
+epochs, then the epochs are timed round-robin (the order rotates every
+round) with a ``gc.collect()`` before each; the table shows medians and the
+ratio to NumPy (target: at most 1.1x). At start-up the hand-written
+gradients are checked against tapegrad's.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import gc  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "examples"))
+
+import train_digits as ex  # noqa: E402
+
+import tapegrad as tg  # noqa: E402
+
+TARGET = 1.1
+
+
+def numpy_grads(params: dict[str, np.ndarray], x: np.ndarray, onehot: np.ndarray) -> tuple[float, dict[str, np.ndarray]]:
+    """The loss of ``ex.loss_fn`` and its gradient, by hand."""
+    n = x.shape[0]
+    a = x @ params["w1"].T + params["b1"]
+    h = np.tanh(a)
+    z = h @ params["w2"].T + params["b2"]
+    zmax = z.max(axis=1, keepdims=True)
+    e = np.exp(z - zmax)
+    s = e.sum(axis=1, keepdims=True)
+    loss = float(np.mean(np.log(s[:, 0]) + zmax[:, 0]) - np.sum(z * onehot) / n)
+    dz = (e / s - onehot) / n
+    dh = dz @ params["w2"]
+    dh *= 1 - h * h
+    return loss, {"w1": dh.T @ x, "b1": dh.sum(axis=0), "w2": dz.T @ h, "b2": dz.sum(axis=0)}
+
+
+def numpy_trainer(X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> tuple[Any, Any]:
+    params = ex.init_params(rng)
+    state = ex.adam_state(params)
+    onehot = np.eye(ex.SIZES[-1], dtype=X.dtype)[y]
+
+    def step(idx: np.ndarray) -> float:
+        loss, grads = numpy_grads(params, X[idx], onehot[idx])
+        ex.adam_update(params, grads, state)
+        return loss
+
+    def predict(Xq: np.ndarray) -> np.ndarray:
+        return np.argmax(ex.logits(params, Xq), axis=1)
+
+    return step, predict
+
+
+def _check(X: np.ndarray, y: np.ndarray) -> None:
+    params = ex.init_params(np.random.default_rng(0))
+    onehot = np.eye(ex.SIZES[-1], dtype=X.dtype)[y[:64]]
+    loss, g = numpy_grads(params, X[:64], onehot)
+    loss_tg, g_tg = tg.value_and_grad(ex.loss_fn)(params, X[:64], onehot)
+    assert np.allclose(loss, loss_tg, rtol=1e-5), (loss, loss_tg)
+    for k in g:
+        assert np.allclose(g[k], g_tg[k], rtol=1e-4, atol=1e-6), k
+
+
+def epoch_runner(style: str, X: np.ndarray, y: np.ndarray, seed: int = 0) -> Callable[[], float]:
+    """A function that trains one more epoch in ``style`` ('numpy', 'functional'
+    or 'torch') and returns its mean loss."""
+    if style == "numpy":
+        rng = np.random.default_rng(seed)
+        step, _ = numpy_trainer(X, y, rng)
+    else:
+        step, _, rng = ex.make_trainer(style, X, y, seed)
+
+    def epoch() -> float:
+        total = 0.0
+        for idx in ex.batches(rng, len(X), ex.BATCH):
+            total += step(idx) * len(idx)
+        return total / len(X)
+
+    return epoch
+
+
+def epoch_time(style: str, quick: bool = False) -> dict[str, float]:
+    """Median seconds per epoch of ``style`` and of the NumPy baseline, timed together."""
+    return _time_epochs(["numpy", style], quick)
+
+
+def _time_epochs(styles: list[str], quick: bool) -> dict[str, float]:
+    X, y, _, _ = ex.load_data()
+    runners = {s: epoch_runner(s, X, y) for s in styles}
+    for _ in range(2 if quick else 5):
+        for r in runners.values():
+            r()
+    times: dict[str, list[float]] = {s: [] for s in styles}
+    gc.freeze()
+    try:
+        for rnd in range(5 if quick else 31):
+            k = rnd % len(styles)
+            for s in styles[k:] + styles[:k]:
+                gc.collect()
+                t0 = time.perf_counter()
+                runners[s]()
+                times[s].append(time.perf_counter() - t0)
+    finally:
+        gc.unfreeze()
+    return {s: statistics.median(v) for s, v in times.items()}
+
+
+def run(quick: bool = False) -> list[tuple[str, float, float, float]]:
+    """Time an epoch of each style with the NumPy baseline in the same run.
+
+    Returns rows ``(style, seconds, numpy_seconds, ratio)`` (medians).
+    """
+    X, y, _, _ = ex.load_data()
+    _check(X, y)
+    med = _time_epochs(["numpy", "functional", "torch"], quick)
+    return [(s, med[s], med["numpy"], med[s] / med["numpy"]) for s in ("functional", "torch")]
+
+
+def main(argv: list[str]) -> None:
+    rows = run(quick="--quick" in argv)
+    print(f"one epoch of examples/train_digits.py (MLP {ex.SIZES}, batch {ex.BATCH}, Adam), one BLAS thread")
+    print(f"{'style':<12}{'ms/epoch':>10}{'numpy ms':>10}{'ratio':>8}  target <= {TARGET}x")
+    for style, t, t_np, ratio in rows:
+        flag = "" if ratio <= TARGET else "  (over target)"
+        print(f"{style:<12}{t * 1e3:>10.2f}{t_np * 1e3:>10.2f}{ratio:>7.2f}x{flag}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,47 @@
+"""``nn.Parameter``: a leaf tensor that a :class:`~tapegrad.torch.nn.Module` registers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tapegrad.torch._tensor import Tensor, _new
+from tapegrad.tracer import value
+
+
+class Parameter(Tensor):
+    """A tensor that is a module parameter: a leaf with ``requires_grad=True``.
+
+    Assigning one to a module attribute registers it (``module.parameters()``).
+    It shares memory with ``data``; results of operations on it are plain tensors.
+
+    Example:
+        >>> nn.Parameter(torch.ones(2))
+        Parameter containing:
+        tensor([1., 1.], requires_grad=True)
+    """
+
+    def __new__(cls, data: Any = None, requires_grad: bool = True) -> Parameter:
+        if data is None:
+            arr = np.zeros((0,), dtype=np.float32)
+        elif isinstance(data, Tensor):
+            arr = value(data._value)
+        else:
+            arr = np.asarray(data)
+        p = _new(arr, cls)
+        if requires_grad:
+            p.requires_grad_(True)
+        return p  # type: ignore[return-value]
+
+    def __repr__(self) -> str:  # type: ignore[override]
+        return "Parameter containing:\n" + super().__repr__()
+
+    __str__ = __repr__
+
+    def __reduce_ex__(self, proto: Any) -> Any:
+        return (_rebuild_parameter, (np.array(value(self._value)), self.requires_grad))
+
+
+def _rebuild_parameter(arr: Any, requires_grad: bool) -> Parameter:
+    return Parameter(arr, requires_grad)
