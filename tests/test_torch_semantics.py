@@ -218,3 +218,22 @@ def test_graph_goes_with_its_tensors() -> None:
     del y
     gc.collect()
     assert ref() is None
+
+
+def test_dlpack_round_trip_shares_memory() -> None:
+    a = np.arange(6.0).reshape(2, 3)
+    t = torch.from_dlpack(a)
+    assert t.shape == (2, 3) and np.shares_memory(t.numpy(), a)
+    back = np.from_dlpack(t)
+    back[0, 0] = 42.0
+    assert a[0, 0] == 42.0
+    with pytest.raises(RuntimeError, match="requires grad"):
+        torch.tensor([1.0], requires_grad=True).__dlpack__()
+
+
+def test_grad_of_function_closing_over_parameters_names_its_grad_fn() -> None:
+    w = torch.tensor([2.0, 3.0], requires_grad=True)
+    g = tg.grad(lambda x: (x * x * w).sum())(torch.tensor([1.0, 1.0]))
+    assert g.requires_grad and g.grad_fn is not None and g.grad_fn.name() != ""
+    g.sum().backward()
+    assert w.grad.tolist() == [2.0, 2.0]

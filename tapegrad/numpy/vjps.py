@@ -45,9 +45,16 @@ def _kept(ans: Any, shape: tuple[int, ...], axis: Any) -> Any:
 
 
 def _balanced_eq(x: Any, z: Any, y: Any) -> Any:
-    """1 where x is the winner, 0.5 on ties (as JAX splits them), else 0."""
+    """1 where x is the winner, 0.5 on ties (as JAX splits them), else 0; in
+    the result's dtype (a float64 mask would promote float32 cotangents)."""
     x, z, y = value(x), value(z), value(y)
-    return np.where(x == z, np.where(y == z, 0.5, 1.0), 0.0)
+    win = x == z
+    out = np.asarray(win, dtype=np.result_type(z))
+    tie = win & (y == z)
+    if tie.any():
+        out = np.array(out)  # writeable, even where win broadcast
+        out[np.broadcast_to(tie, out.shape)] = 0.5
+    return out
 
 
 def _sign_or_phase(x: Any) -> Any:

@@ -21,8 +21,6 @@ import math
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.derived import logsumexp
 from tapegrad.primitive import defvjp, primitive
@@ -59,7 +57,10 @@ def _polygamma(n: Any, x: Any) -> Any:
 
 
 def _expit(x: Any) -> Any:
-    return np.exp(-np.logaddexp(0, -x))
+    from tapegrad.backend import array_module
+
+    xp = array_module(x)  # NumPy or CuPy: the facade's sigmoid is this primitive
+    return xp.exp(-xp.logaddexp(0, -x))
 
 
 erf = primitive(_erf, "erf")

@@ -106,6 +106,20 @@ def from_numpy(a: np.ndarray) -> Tensor:
     return _new(a)
 
 
+def from_dlpack(ext: Any) -> Tensor:
+    """A tensor sharing memory with ``ext``, any object with ``__dlpack__``
+    (a NumPy or CuPy array, a PyTorch or JAX tensor...): no copy. CPU data
+    becomes a NumPy array, CUDA data a CuPy array."""
+    if isinstance(ext, Tensor):
+        return ext
+    device_type = ext.__dlpack_device__()[0] if hasattr(ext, "__dlpack_device__") else 1
+    if device_type == 1:  # kDLCPU
+        return _new(np.from_dlpack(ext))
+    import cupy
+
+    return _new(cupy.from_dlpack(ext))
+
+
 def is_tensor(x: Any) -> bool:
     return isinstance(x, Tensor)
 

@@ -1,7 +1,10 @@
-"""Primitives the facade needs that tapegrad.numpy lacks (candidates for the table).
+"""Primitives the facade needs that tapegrad.numpy lacks.
 
-- ``sigmoid``: for numerical stability (``1 / (1 + exp(-x))`` overflows for
-  large negative x); its rule reuses the answer, as ``expit`` would.
+- ``sigmoid`` is ``tapegrad.scipy.special.expit`` (a primitive for numerical
+  stability whose rule reuses the answer).
+- ``relu``: ``maximum(x, 0)`` with the rule ``g * (ans > 0)``, for speed: as
+  ``where`` it costs several times more, and as ``maximum`` its rule would
+  split ties at 0.
 - ``to_device``: moves an array between NumPy and CuPy; the rule moves the
   cotangent back.
 """
@@ -13,17 +16,20 @@ from typing import Any
 import numpy as np
 
 from tapegrad.backend import array_module, device_of
-from tapegrad.primitive import defvjp, primitive
+from tapegrad.primitive import defjvp, defvjp, primitive
+from tapegrad.scipy.special import expit as sigmoid
+from tapegrad.tracer import value
+
+__all__ = ["relu", "sigmoid", "to_device"]
 
 
-def _sigmoid(x: Any) -> Any:
-    xp = array_module(x)
-    e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+def _relu(x: Any) -> Any:
+    return array_module(x).maximum(x, x.dtype.type(0))
 
 
-sigmoid = primitive(_sigmoid, "sigmoid")
-defvjp(sigmoid, lambda ans, x: lambda g: g * (ans * (1 - ans)))
+relu = primitive(_relu, "relu")
+defvjp(relu, lambda ans, x: lambda g: g * (value(ans) > 0))
+defjvp(relu, lambda ans, x: lambda t: t * (value(ans) > 0))
 
 
 def _to_device(x: Any, device: str) -> Any:

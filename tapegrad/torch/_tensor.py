@@ -357,11 +357,24 @@ class Tensor:
 
     @classmethod
     def __tapegrad_box__(cls, v: Any, like: Any) -> Tensor:
-        if type(v) is Traced and v._tape is GT and v._node.prim is None:
-            t = leaf_tensor(v._node.index)
-            if t is not None:
-                return t
+        if type(v) is Traced and v._tape is GT:
+            if v._node.prim is None:
+                t = leaf_tensor(v._node.index)
+                if t is not None:
+                    return t
+            # made by a transform, not a facade op: grad_fn is the entry's own view
+            return _new(v)
         return _result(v, "", ())
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        """Export the data by DLPack (no copy); refuses a tensor that requires grad."""
+        if self.requires_grad:
+            raise RuntimeError("Can't export a tensor that requires grad with __dlpack__. "
+                               "Use tensor.detach() first.")
+        return value(self._value).__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self) -> Any:
+        return value(self._value).__dlpack_device__()
 
     # --- attributes --------------------------------------------------------------------------------
     @property
@@ -1103,8 +1116,7 @@ class Tensor:
         return self._unary(P.sigmoid, "SigmoidBackward0")
 
     def relu(self) -> Tensor:
-        a = self._value
-        return _result(_w.where3(value(a) > 0, a, np.zeros((), a.dtype)), "ReluBackward0", (self,))
+        return _result(P.relu(self._value), "ReluBackward0", (self,))
 
     def abs(self) -> Tensor:
         return _result(_w.absolute(self._value), "AbsBackward0", (self,))
