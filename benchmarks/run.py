@@ -35,6 +35,8 @@ forward + backward of the same function, run in the same process):
     on the chain of (a) and an MLP step (benchmarks/facade.py).
 (g) Gradients of ``slogdet`` and ``solve`` at n = 500 against the NumPy
     formulas (benchmarks/linalg_bench.py).
+(h) One training epoch of examples/train_digits.py in each style against a
+    hand-written NumPy epoch (benchmarks/digits_bench.py; needs scikit-learn).
 
 How: ``OMP/OPENBLAS/MKL_NUM_THREADS`` default to 1 before NumPy is imported
 (and ``threadpoolctl`` limits BLAS to one thread when it is installed). Each
@@ -86,13 +88,13 @@ import tapegrad.numpy as tnp
 Params = dict[str, np.ndarray]
 Sampler = Callable[[], float]  # runs once, returns the seconds of its timed part
 
-CASES = ("a", "b", "c", "d", "e", "f", "g")
+CASES = ("a", "b", "c", "d", "e", "f", "g", "h")
 CHAIN_ITERS = 333  # (a): 333 x (sin, mul, add) + a final sum = 1,000 ops
 CHAIN_OPS = 3 * CHAIN_ITERS + 1
 A_MUL, A_ADD = 1.0001, 0.1
 C_MUL = 1.0000001  # (c): one multiply per entry
 LAYERS = (64, 512, 512, 10)
-TARGETS = {"a": 3.0, "b": 1.0, "c": 2.0, "d": 1.0, "e": 3.0, "f": 1.2, "g": 1.2}  # tapegrad / numpy
+TARGETS = {"a": 3.0, "b": 1.0, "c": 2.0, "d": 1.0, "e": 3.0, "f": 1.2, "g": 1.2, "h": 1.1}  # tapegrad / numpy
 
 
 class GradientMismatch(AssertionError):
@@ -771,8 +773,17 @@ def case_g(s: Settings, peers: list[Peer]) -> list[Row]:
             for name, t_np, t_tg in linalg_bench.run(s.a_repeats < 10)]
 
 
+def case_h(s: Settings, peers: list[Peer]) -> list[Row]:
+    """One epoch of examples/train_digits.py in each style against hand-written NumPy."""
+    import digits_bench  # benchmarks/digits_bench.py (needs scikit-learn)
+
+    return [Row("h", f"train_digits epoch, {style} style", "ms", numpy=t_np * 1e3, tapegrad=t * 1e3)
+            for style, t, t_np, _ in digits_bench.run(s.a_repeats < 10)]
+
+
 CASE_FUNCS: dict[str, Callable[[Settings, list[Peer]], list[Row]]] = {
     "a": case_a, "b": case_b, "c": case_c, "d": case_d, "e": case_e, "f": case_f, "g": case_g,
+    "h": case_h,
 }
 CASE_LABELS = {
     "a": ("1,000-op chain, (4,) f64, fwd+bwd", "us/op"),
@@ -782,6 +793,7 @@ CASE_LABELS = {
     "e": ("Hessian / HVP / third derivative vs formulas", "ms"),
     "f": ("torch facade vs functional API", "-"),
     "g": ("linalg gradients vs formulas, n=500", "ms"),
+    "h": ("train_digits epoch vs NumPy", "ms"),
 }
 
 
@@ -794,7 +806,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true",
                         help="few repeats and no 1M chain: a smoke run of a few seconds")
     parser.add_argument("--only", default=",".join(CASES), metavar="a,b,...",
-                        help="comma-separated cases to run (default: all of a..g)")
+                        help="comma-separated cases to run (default: all of a..h)")
     parser.add_argument("--no-peers", action="store_true",
                         help="do not time autograd / torch even when they are installed")
     args = parser.parse_args(argv)
