@@ -19,7 +19,8 @@ def array_module(*xs: Any) -> ModuleType:
     """
     from tapegrad.tracer import value
 
-    if len(xs) <= 2 and all(type(x) is np.ndarray for x in xs):  # the common case, fast
+    ndarray = np.ndarray
+    if all(type(x) is ndarray for x in xs):  # the common case, fast
         return np
     found = None
     for x in xs:

@@ -258,9 +258,10 @@ def _matmul(a: Any, b: Any, **kwargs: Any) -> Any:
     """``np.matmul``, with a stack of matrices times one matrix done as ONE
     matrix product (NumPy loops over the stack; batched cotangents and
     tangents make such stacks all the time)."""
-    if (getattr(b, "ndim", 0) == 2 and getattr(a, "ndim", 0) > 2 and not kwargs
-            and isinstance(a, np.ndarray) and a.flags.c_contiguous):
-        return np.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
+    if type(a) is np.ndarray and type(b) is np.ndarray and not kwargs:
+        if b.ndim == 2 and a.ndim > 2 and a.flags.c_contiguous:
+            return np.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
+        return np.matmul(a, b)
     return array_module(a, b).matmul(a, b, **kwargs)
 
 
