@@ -9,10 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 import tapegrad as tg
-import tapegrad.numpy as tnp
 from tapegrad.pytree import tree_map
 from tapegrad.torch._tensor import Tensor, _result
 
@@ -86,81 +83,36 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, strict: bool =
     return _box(out), _box(t)
 
 
-def _select(func: Callable[..., Any], args: tuple[Any, ...], argnums: int | tuple[int, ...]) -> tuple[Any, Any]:
-    nums = argnums if isinstance(argnums, tuple) else (argnums,)
+def _thin(transform: Callable[..., Any], func: Callable[..., Any], argnums: int | tuple[int, ...],
+          who: str, has_aux: bool = False) -> Callable[..., Any]:
+    """A tapegrad Jacobian transform over a function of facade tensors."""
+    if has_aux:
+        raise NotImplementedError(f"tapegrad.torch.func.{who}: has_aux=True is not supported yet")
+    j = transform(_raw_fn(func), argnums)
 
-    def f_sel(*sel: Any) -> Any:
-        full = list(args)
-        for n, s in zip(nums, sel):
-            full[n] = s
-        return func(*full)
+    def jac(*args: Any) -> Any:
+        return _box(j(*_raw(args)))
 
-    return f_sel, tuple(args[n] for n in nums)
+    return jac
 
 
 def jacrev(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, *, has_aux: bool = False,
            chunk_size: int | None = None) -> Callable[..., Any]:
-    """The Jacobian by reverse mode: shape ``out.shape + in.shape``.
-
-    One replay of the recorded function pushes the whole identity through
-    (tapegrad's batched vjp).
-    """
-    if has_aux:
-        raise NotImplementedError("tapegrad.torch.func.jacrev: has_aux=True is not supported yet")
-
-    def jac(*args: Any) -> Any:
-        f_sel, sel = _select(_raw_fn(func), _raw(args), argnums)
-        out, fn = tg.vjp(f_sel, *sel)
-        oshape = np.shape(tg.value(out))
-        n = int(np.prod(oshape))
-        dt = np.result_type(tg.value(out))
-        eye = np.eye(n, dtype=dt).reshape((n,) + oshape)
-        if hasattr(fn, "batched"):
-            rows = fn.batched(eye, (n,))
-        else:
-            per = [fn(eye[i]) for i in range(n)]
-            rows = tuple(tnp.stack([p[k] for p in per]) for k in range(len(sel)))
-        js = tuple(tnp.reshape(r, oshape + np.shape(tg.value(s))) for r, s in zip(rows, sel))
-        return _box(js if isinstance(argnums, tuple) else js[0])
-
-    return jac
+    """The Jacobian by reverse mode, ``out.shape + in.shape``: one replay pushes
+    the whole identity through (``tapegrad.jacrev``)."""
+    return _thin(tg.jacrev, func, argnums, "jacrev", has_aux)
 
 
 def jacfwd(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
            randomness: str = "error") -> Callable[..., Any]:
-    """The Jacobian by forward mode: one ``jvp`` per input entry."""
-    if has_aux:
-        raise NotImplementedError("tapegrad.torch.func.jacfwd: has_aux=True is not supported yet")
-
-    def jac(*args: Any) -> Any:
-        f_sel, sel = _select(_raw_fn(func), _raw(args), argnums)
-        js = []
-        for k, s in enumerate(sel):
-            shape = np.shape(tg.value(s))
-            dt = np.result_type(tg.value(s))
-            n = int(np.prod(shape))
-            cols = []
-            out = None
-            for i in range(n):
-                tangents = [np.zeros(np.shape(tg.value(x)), np.result_type(tg.value(x))) for x in sel]
-                e = np.zeros(n, dt)
-                e[i] = 1
-                tangents[k] = e.reshape(shape)
-                out, t = tg.jvp(f_sel, tuple(sel), tuple(tangents))
-                cols.append(t)
-            if out is None:
-                out = f_sel(*sel)
-            oshape = np.shape(tg.value(out))
-            j = tnp.stack(cols, axis=-1) if cols else np.zeros(oshape + (0,))
-            js.append(tnp.reshape(j, oshape + shape))
-        return _box(tuple(js) if isinstance(argnums, tuple) else js[0])
-
-    return jac
+    """The Jacobian by forward mode, ``out.shape + in.shape``: one forward pass
+    pushes every input direction (``tapegrad.jacfwd``)."""
+    return _thin(tg.jacfwd, func, argnums, "jacfwd", has_aux)
 
 
 def hessian(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
-    """The Hessian, ``jacfwd(jacrev(func))``: shape ``in.shape + in.shape``."""
-    return jacfwd(jacrev(func, argnums), argnums)
+    """The Hessian, forward-over-reverse: shape ``in.shape + in.shape`` (``tapegrad.hessian``)."""
+    return _thin(tg.hessian, func, argnums, "hessian")
 
 
 def vmap(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
