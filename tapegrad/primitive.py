@@ -197,7 +197,7 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
     if type(x) is Traced or type(y) is Traced:
         ans = prim.wrapped(x, y, **kwargs)
     else:
-        ans = prim.fun(x, y, **kwargs)
+        ans = prim.fun(x, y, **kwargs) if kwargs else prim.fun(x, y)
     if tape.record is not None:
         return tape.record(prim, ans, (a, b), (x, y), kwargs, (0, 1) if ta and tb else ((0,) if ta else (1,)))
     table = prim.vjps
@@ -263,11 +263,15 @@ def _apply1(prim: Primitive, a: Traced, kwargs: dict[str, Any]) -> Any:
         if type(x) is not Traced:
             return prim.fun(x, **kwargs)
         return prim.wrapped(_unbox_stale(a), **kwargs)
-    ans = prim.wrapped(x, **kwargs) if type(x) is Traced else prim.fun(x, **kwargs)
+    if type(x) is Traced:
+        ans = prim.wrapped(x, **kwargs)
+    else:  # (no ``**{}`` when there are no keywords: a tenth of the per-op cost)
+        ans = prim.fun(x, **kwargs) if kwargs else prim.fun(x)
     if tape.record is not None:
         return tape.record(prim, ans, (a,), (x,), kwargs, (0,))
+    maker = prim.vjps.get(0) or prim.vjp_maker(0)
     node = Node(next_index(), ans.shape, ans.dtype, prim, (a._node,),
-                ((prim.vjps.get(0) or prim.vjp_maker(0))(ans, x, **kwargs),))
+                (maker(ans, x, **kwargs) if kwargs else maker(ans, x),))
     tape._append(node)
     return Traced(ans, tape, node)
 
