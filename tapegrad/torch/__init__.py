@@ -144,12 +144,12 @@ for _n in _METHODS:
     globals()[_n] = _function_form(_n)
 
 
-def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001, A002
+def max(input: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:  # noqa: A001, A002
     """``input.max()``, ``input.max(dim)`` (values, indices) or the elementwise maximum."""
     return input.max(dim, keepdim)
 
 
-def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001, A002
+def min(input: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:  # noqa: A001, A002
     """``input.min()``, ``input.min(dim)`` (values, indices) or the elementwise minimum."""
     return input.min(dim, keepdim)
 

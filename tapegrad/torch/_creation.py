@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -31,7 +31,7 @@ def manual_seed(seed: int) -> Any:
 
 
 def seed() -> int:
-    s = int(np.random.SeedSequence().entropy % (2**63))
+    s = int(cast(int, np.random.SeedSequence().entropy) % (2**63))  # entropy is an int when none is given
     manual_seed(s)
     return s
 
@@ -128,7 +128,7 @@ def numel(x: Tensor) -> int:
     return x.numel()
 
 
-def _factory(fn: Any, default_int: bool = False) -> Any:
+def _factory(fn: Callable[[Any, Any], Any], default_int: bool = False) -> Any:
     def make(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
              out: Any = None, layout: Any = None) -> Tensor:
         shape = _shape_arg(size)

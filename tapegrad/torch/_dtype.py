@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import builtins  # annotations name builtins.int: this module rebinds ``int`` to a dtype
 
 
 class dtype:  # noqa: N801  (PyTorch's name)
@@ -95,7 +98,7 @@ class Size(tuple):
 
     __str__ = __repr__
 
-    def numel(self) -> builtins_int:
+    def numel(self) -> builtins.int:
         n = 1
         for s in self:
             n *= s
@@ -110,8 +113,10 @@ class device:  # noqa: N801
     """``torch.device``: ``"cpu"`` or ``"cuda"`` (CuPy arrays), with an optional index."""
 
     __slots__ = ("type", "index")
+    type: str
+    index: builtins.int | None
 
-    def __init__(self, type: Any, index: builtins_int | None = None) -> None:  # noqa: A002
+    def __init__(self, type: Any, index: builtins.int | None = None) -> None:  # noqa: A002
         if isinstance(type, device):
             type, index = type.type, type.index
         type = str(type)
@@ -136,5 +141,5 @@ class device:  # noqa: N801
             other = device(other)
         return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
 
-    def __hash__(self) -> builtins_int:
+    def __hash__(self) -> builtins.int:
         return hash((self.type, self.index))

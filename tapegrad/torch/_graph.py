@@ -109,8 +109,8 @@ class inference_mode(_GradModeContext):  # noqa: N801
         if self.enabled:
             GT.active = False
 
-    @property  # type: ignore[override]
-    def mode(self) -> bool:
+    @property
+    def mode(self) -> bool:  # type: ignore[override]  # a read-only view of the base's flag
         return not self.enabled if self.enabled else GT.active
 
     def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -153,6 +153,9 @@ class Node:
     """A node of the backward graph (``grad_fn``): ``name()``, ``next_functions``."""
 
     __slots__ = ("_edges", "_core", "_saved", "__weakref__")
+    _edges: tuple[tuple[Any, int], ...]
+    _core: Any
+    _saved: tuple[Any, ...]
     _name = "Node"
 
     def name(self) -> str:

@@ -53,7 +53,7 @@ NONLEAF_GRAD = (
 
 
 def _new(v: Any, cls: type | None = None) -> Tensor:
-    t = object.__new__(cls or Tensor)
+    t: Tensor = object.__new__(cls or Tensor)
     t._value = v
     t._grad_fn = None
     t._nr = 0
@@ -86,7 +86,7 @@ def _node(name: str, ins: Sequence[Any], core: Any, out: Any, out_vc: VersionCou
     cls = _classes.get(name)
     if cls is None:
         cls = _classes[name] = node_class(name)
-    node = object.__new__(cls)
+    node: Any = object.__new__(cls)
     n = len(ins)
     if n == 1:
         x = ins[0]
@@ -335,6 +335,10 @@ class Tensor:
     """
 
     __slots__ = ("_value", "_grad_fn", "_nr", "_vc", "__dict__", "__weakref__")
+    _value: Any
+    _grad_fn: Any
+    _nr: builtins.int
+    _vc: VersionCounter
     __array_priority__ = 1000.0
     __array_ufunc__ = None
     _grad: Any = None
@@ -477,6 +481,7 @@ class Tensor:
 
     def stride(self, dim: int | None = None) -> Any:
         shape = self._value.shape
+        st: Any
         st, acc = [], 1
         for n in reversed(shape):
             st.append(acc)
@@ -708,7 +713,7 @@ class Tensor:
     def clone(self, memory_format: Any = None) -> Tensor:
         return _result(tnp.copy(self._value), "CloneBackward0", (self,))
 
-    def new_tensor(self, data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    def new_tensor(self, data: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> Tensor:
         from tapegrad.torch._creation import tensor
 
         return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
@@ -747,7 +752,7 @@ class Tensor:
         return format(repr(self), spec)
 
     # --- Python protocol -----------------------------------------------------------------------------
-    def __len__(self) -> int:
+    def __len__(self) -> builtins.int:
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         return self._value.shape[0]
@@ -757,19 +762,19 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
 
-    def __bool__(self) -> bool:
+    def __bool__(self) -> builtins.bool:
         v = value(self._value)
         if v.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return builtins.bool(v.item() if hasattr(v, "item") else v)
 
-    def __float__(self) -> float:
+    def __float__(self) -> builtins.float:
         return builtins.float(self.item())
 
-    def __int__(self) -> int:
+    def __int__(self) -> builtins.int:
         return builtins.int(self.item())
 
-    def __index__(self) -> int:
+    def __index__(self) -> builtins.int:
         if self._value.dtype.kind not in "biu":
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return builtins.int(self.item())
@@ -777,16 +782,16 @@ class Tensor:
     def __complex__(self) -> complex:
         return complex(self.item())
 
-    def __hash__(self) -> int:
+    def __hash__(self) -> builtins.int:
         return id(self)
 
-    def __contains__(self, x: Any) -> bool:
+    def __contains__(self, x: Any) -> builtins.bool:
         return builtins.bool(np.any(value(self._value) == value(_v(x))))
 
     def __reduce_ex__(self, proto: Any) -> Any:
         return (_rebuild, (value(self._value), self.requires_grad))
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+    def __deepcopy__(self, memo: dict[builtins.int, Any]) -> Tensor:
         t = _new(np.array(value(self._value), copy=True), type(self) if type(self) is not Tensor else None)
         if self.requires_grad:
             t.requires_grad_(True)
@@ -940,14 +945,14 @@ class Tensor:
     def ge(self, other: Any) -> Tensor:
         return self >= other
 
-    def equal(self, other: Tensor) -> bool:
+    def equal(self, other: Tensor) -> builtins.bool:
         a, b = value(self._value), value(other._value)
         return a.shape == b.shape and builtins.bool(np.all(a == b))
 
-    def allclose(self, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    def allclose(self, other: Tensor, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08, equal_nan: builtins.bool = False) -> builtins.bool:
         return builtins.bool(np.allclose(value(self._value), value(_v(other)), rtol, atol, equal_nan))
 
-    def isclose(self, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    def isclose(self, other: Tensor, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08, equal_nan: builtins.bool = False) -> Tensor:
         return _new(np.asarray(np.isclose(value(self._value), value(_v(other)), rtol, atol, equal_nan)))
 
     def isnan(self) -> Tensor:
@@ -1136,7 +1141,7 @@ class Tensor:
         a = self._value
         r = fn(value(a))
         if type(a) is Traced and a.dtype.kind in "fc":
-            return _result(a * 0 + r, name, (self,))
+            return _result(a * 0 + r, name, (self,))  # type: ignore[operator]  # Traced's operators are installed at runtime
         return _new(np.asarray(r))
 
     def floor(self) -> Tensor:
@@ -1145,7 +1150,7 @@ class Tensor:
     def ceil(self) -> Tensor:
         return self._rounding(np.ceil, "CeilBackward0")
 
-    def round(self, decimals: int = 0) -> Tensor:
+    def round(self, decimals: builtins.int = 0) -> Tensor:
         return self._rounding(lambda v: np.round(v, decimals), "RoundBackward0")
 
     def trunc(self) -> Tensor:
@@ -1211,32 +1216,32 @@ class Tensor:
         return _result(_w.where3(value(_v(mask)), fill if not isinstance(fill, (builtins.float, builtins.int)) else np.asarray(fill, a.dtype), a),
                        "MaskedFillBackward0", (self,))
 
-    def softmax(self, dim: int, dtype: Any = None) -> Tensor:
+    def softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
         a = self._value if dtype is None else _cast(self._value, D.to_np(dtype))
         return _result(_w.exp(a - tnp.logsumexp(a, axis=dim, keepdims=True)), "SoftmaxBackward0", (self,))
 
-    def log_softmax(self, dim: int, dtype: Any = None) -> Tensor:
+    def log_softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
         a = self._value if dtype is None else _cast(self._value, D.to_np(dtype))
         return _result(a - tnp.logsumexp(a, axis=dim, keepdims=True), "LogSoftmaxBackward0", (self,))
 
-    def logsumexp(self, dim: Any, keepdim: bool = False) -> Tensor:
+    def logsumexp(self, dim: Any, keepdim: builtins.bool = False) -> Tensor:
         return _result(tnp.logsumexp(self._value, axis=_dims(dim, self.ndim), keepdims=keepdim),
                        "LogsumexpBackward0", (self,))
 
     # --- reductions ------------------------------------------------------------------------------------
-    def sum(self, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    def sum(self, dim: Any = None, keepdim: builtins.bool = False, dtype: Any = None) -> Tensor:
         a = self._value
         dt = D.to_np(dtype) if dtype is not None else (np.int64 if a.dtype.kind in "bi" else None)
         if dim is None:
             return _result(_w.sum(a, dtype=dt), "SumBackward0", (self,))
         return _result(_w.sum(a, axis=_dims(dim, a.ndim), keepdims=keepdim, dtype=dt), "SumBackward1", (self,))
 
-    def nansum(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+    def nansum(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         a = self._value
         clean = _w.where3(np.isnan(value(a)), np.zeros((), a.dtype), a)
         return _result(_w.sum(clean, axis=_dims(dim, a.ndim), keepdims=keepdim), "NansumBackward0", (self,))
 
-    def mean(self, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    def mean(self, dim: Any = None, keepdim: builtins.bool = False, dtype: Any = None) -> Tensor:
         a = self._value
         if dtype is not None:
             a = _cast(a, D.to_np(dtype))
@@ -1249,13 +1254,13 @@ class Tensor:
             return _result(tnp.mean(a), "MeanBackward0", (self,))
         return _result(tnp.mean(a, axis=_dims(dim, a.ndim), keepdims=keepdim), "MeanBackward1", (self,))
 
-    def prod(self, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    def prod(self, dim: Any = None, keepdim: builtins.bool = False, dtype: Any = None) -> Tensor:
         a = self._value
         if dim is None:
             return _result(_w.prod(a), "ProdBackward0", (self,))
         return _result(_w.prod(a, axis=dim, keepdims=keepdim), "ProdBackward1", (self,))
 
-    def _minmax(self, dim: Any, keepdim: bool, reducer: Any, arg: Any, name: str, other: Any = None) -> Any:
+    def _minmax(self, dim: Any, keepdim: builtins.bool, reducer: Any, arg: Any, name: str, other: Any = None) -> Any:
         a = self._value
         if isinstance(dim, Tensor):
             other = dim
@@ -1271,37 +1276,37 @@ class Tensor:
             idx = np.squeeze(idx, dim)
         return _ReturnTypes(_result(vals, f"{cap}Backward0", (self,)), _new(np.asarray(idx, np.int64)), name)
 
-    def max(self, dim: Any = None, keepdim: bool = False) -> Any:
+    def max(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         return self._minmax(dim, keepdim, _w.amax, np.argmax, "max")
 
-    def min(self, dim: Any = None, keepdim: bool = False) -> Any:
+    def min(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         return self._minmax(dim, keepdim, _w.amin, np.argmin, "min")
 
-    def amax(self, dim: Any = (), keepdim: bool = False) -> Tensor:
+    def amax(self, dim: Any = (), keepdim: builtins.bool = False) -> Tensor:
         d = None if dim == () else _dims(dim, self.ndim)
         return _result(_w.amax(self._value, axis=d, keepdims=keepdim), "AmaxBackward0", (self,))
 
-    def amin(self, dim: Any = (), keepdim: bool = False) -> Tensor:
+    def amin(self, dim: Any = (), keepdim: builtins.bool = False) -> Tensor:
         d = None if dim == () else _dims(dim, self.ndim)
         return _result(_w.amin(self._value, axis=d, keepdims=keepdim), "AminBackward0", (self,))
 
-    def argmax(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+    def argmax(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         return _new(np.asarray(np.argmax(value(self._value), axis=dim, keepdims=keepdim), np.int64))
 
-    def argmin(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+    def argmin(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         return _new(np.asarray(np.argmin(value(self._value), axis=dim, keepdims=keepdim), np.int64))
 
-    def argsort(self, dim: int = -1, descending: bool = False) -> Tensor:
+    def argsort(self, dim: builtins.int = -1, descending: builtins.bool = False) -> Tensor:
         v = value(self._value)
         idx = np.argsort(-v if descending else v, axis=dim, kind="stable")
         return _new(np.asarray(idx, np.int64))
 
-    def sort(self, dim: int = -1, descending: bool = False) -> Any:
+    def sort(self, dim: builtins.int = -1, descending: builtins.bool = False) -> Any:
         idx = self.argsort(dim, descending)
         vals = _result(tnp.take_along_axis(self._value, value(idx._value), dim), "SortBackward0", (self,))
         return _ReturnTypes(vals, idx, "sort")
 
-    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
+    def topk(self, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True, sorted: builtins.bool = True) -> Any:  # noqa: A002
         idx = self.argsort(dim, descending=largest)
         sl = [slice(None)] * self.ndim
         sl[dim] = slice(0, k)
@@ -1309,21 +1314,21 @@ class Tensor:
         vals = _result(tnp.take_along_axis(self._value, ii, dim), "TopkBackward0", (self,))
         return _ReturnTypes(vals, _new(ii), "topk")
 
-    def _var(self, dim: Any, unbiased: Any, keepdim: bool, correction: Any) -> Any:
+    def _var(self, dim: Any, unbiased: Any, keepdim: builtins.bool, correction: Any) -> Any:
         ddof = correction if correction is not None else (1 if unbiased is None or unbiased else 0)
         return tnp.var(self._value, axis=_dims(dim, self.ndim), ddof=ddof, keepdims=keepdim)
 
-    def var(self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None) -> Tensor:
+    def var(self, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False, *, correction: Any = None) -> Tensor:
         if isinstance(dim, builtins.bool):
             dim, unbiased = None, dim
         return _result(self._var(dim, unbiased, keepdim, correction), "VarBackward0", (self,))
 
-    def std(self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None) -> Tensor:
+    def std(self, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False, *, correction: Any = None) -> Tensor:
         if isinstance(dim, builtins.bool):
             dim, unbiased = None, dim
         return _result(_w.sqrt(self._var(dim, unbiased, keepdim, correction)), "StdBackward0", (self,))
 
-    def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         a = self._value
         d = _dims(dim, self.ndim)
         if p in ("fro", 2, 2.0):
@@ -1336,34 +1341,34 @@ class Tensor:
             r = _w.power(_w.sum(_w.power(_w.absolute(a), p), axis=d, keepdims=keepdim), 1.0 / p)
         return _result(r, "LinalgVectorNormBackward0", (self,))
 
-    def all(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+    def all(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         return _new(np.asarray(np.all(value(self._value), axis=dim, keepdims=keepdim)))
 
-    def any(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+    def any(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         return _new(np.asarray(np.any(value(self._value), axis=dim, keepdims=keepdim)))
 
     def count_nonzero(self, dim: Any = None) -> Tensor:
         return _new(np.asarray(np.count_nonzero(value(self._value), axis=dim), np.int64))
 
-    def cumsum(self, dim: int, dtype: Any = None) -> Tensor:
+    def cumsum(self, dim: builtins.int, dtype: Any = None) -> Tensor:
         return _result(_w.cumsum(self._value, axis=dim), "CumsumBackward0", (self,))
 
-    def cumprod(self, dim: int, dtype: Any = None) -> Tensor:
+    def cumprod(self, dim: builtins.int, dtype: Any = None) -> Tensor:
         return _result(_w.cumprod(self._value, axis=dim), "CumprodBackward0", (self,))
 
     def trace(self) -> Tensor:
         return _result(tnp.trace(self._value), "TraceBackward0", (self,))
 
-    def diag(self, diagonal: int = 0) -> Tensor:
+    def diag(self, diagonal: builtins.int = 0) -> Tensor:
         return _result(tnp.diag(self._value, diagonal), "DiagBackward0" if self.ndim == 2 else "DiagEmbedBackward0", (self,))
 
-    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    def diagonal(self, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
         return _result(_w.diagonal(self._value, offset, dim1, dim2), "DiagonalBackward0", (self,))
 
-    def triu(self, diagonal: int = 0) -> Tensor:
+    def triu(self, diagonal: builtins.int = 0) -> Tensor:
         return _result(_w.triu(self._value, diagonal), "TriuBackward0", (self,))
 
-    def tril(self, diagonal: int = 0) -> Tensor:
+    def tril(self, diagonal: builtins.int = 0) -> Tensor:
         return _result(_w.tril(self._value, diagonal), "TrilBackward0", (self,))
 
     # --- shape -------------------------------------------------------------------------------------------
@@ -1381,7 +1386,7 @@ class Tensor:
     def reshape_as(self, other: Tensor) -> Tensor:
         return self.reshape(*other.shape)
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    def flatten(self, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
         s = self._value.shape
         if not s:
             return self.reshape(1)
@@ -1390,7 +1395,7 @@ class Tensor:
             return self
         return self.reshape(*(s[:st] + (-1,) + s[en + 1 :]))
 
-    def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
+    def unflatten(self, dim: builtins.int, sizes: Sequence[builtins.int]) -> Tensor:
         s = self._value.shape
         d = dim % len(s)
         return self.view(*(s[:d] + tuple(sizes) + s[d + 1 :]))
@@ -1403,7 +1408,7 @@ class Tensor:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
         return _result(_w.transpose(self._value), "TBackward0", (self,))
 
-    def transpose(self, dim0: int, dim1: int) -> Tensor:
+    def transpose(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
         return _result(tnp.swapaxes(self._value, dim0, dim1), "TransposeBackward0", (self,))
 
     swapaxes = swapdims = transpose
@@ -1423,7 +1428,7 @@ class Tensor:
         name = "SqueezeBackward2" if isinstance(dim, (tuple, list)) else "SqueezeBackward1"
         return _result(tnp.squeeze(a, keep) if keep else tnp.reshape(a, a.shape), name, (self,))
 
-    def unsqueeze(self, dim: int) -> Tensor:
+    def unsqueeze(self, dim: builtins.int) -> Tensor:
         return _result(tnp.expand_dims(self._value, dim), "UnsqueezeBackward0", (self,))
 
     def expand(self, *sizes: Any) -> Tensor:
@@ -1448,14 +1453,14 @@ class Tensor:
     def roll(self, shifts: Any, dims: Any = None) -> Tensor:
         return _result(_w.roll(self._value, shifts, dims), "RollBackward0", (self,))
 
-    def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+    def unbind(self, dim: builtins.int = 0) -> tuple[Tensor, ...]:
         """The slices along ``dim`` (one ``UnbindBackward0`` node for all of them)."""
         a = self._value
         d = dim % a.ndim
         pre = (slice(None),) * d
         return _multi([a[pre + (i,)] for i in range(a.shape[d])], "UnbindBackward0", (self,))
 
-    def split(self, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    def split(self, split_size: Any, dim: builtins.int = 0) -> tuple[Tensor, ...]:
         a = self._value
         d = dim % a.ndim
         n = a.shape[d]
@@ -1470,26 +1475,26 @@ class Tensor:
             at += s
         return _multi(outs, name, (self,))
 
-    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Tensor, ...]:
         n = self._value.shape[dim]
         return self.split(builtins.max(1, -(-n // chunks)), dim)
 
-    def narrow(self, dim: int, start: int, length: int) -> Tensor:
+    def narrow(self, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
         key = (slice(None),) * (dim % self.ndim) + (slice(start, start + length),)
         return _result(self._value[key], "SliceBackward0", (self,))
 
-    def select(self, dim: int, index: int) -> Tensor:
+    def select(self, dim: builtins.int, index: builtins.int) -> Tensor:
         key = (slice(None),) * (dim % self.ndim) + (index,)
         return _result(self._value[key], "SelectBackward0", (self,))
 
-    def index_select(self, dim: int, index: Tensor) -> Tensor:
+    def index_select(self, dim: builtins.int, index: Tensor) -> Tensor:
         key = (slice(None),) * (dim % self.ndim) + (value(_v(index)),)
         return _result(self._value[key], "IndexSelectBackward0", (self,))
 
-    def gather(self, dim: int, index: Tensor) -> Tensor:
+    def gather(self, dim: builtins.int, index: Tensor) -> Tensor:
         return _result(tnp.take_along_axis(self._value, value(_v(index)), dim), "GatherBackward0", (self,))
 
-    def nonzero(self, as_tuple: bool = False) -> Any:
+    def nonzero(self, as_tuple: builtins.bool = False) -> Any:
         nz = np.nonzero(value(self._value))
         if as_tuple:
             return tuple(_new(np.asarray(i, np.int64)) for i in nz)
@@ -1559,7 +1564,7 @@ class Tensor:
         else:
             self._value = arr
 
-    def _binary_(self, other: Any, fn: Any, name: str, div: bool = False, scalar_edge: bool = True) -> Tensor:
+    def _binary_(self, other: Any, fn: Any, name: str, div: builtins.bool = False, scalar_edge: builtins.bool = True) -> Tensor:
         o = other if isinstance(other, Tensor) else None
 
         def op(a: Any) -> Any:
@@ -1634,7 +1639,7 @@ class Tensor:
 
     def zero_(self) -> Tensor:
         """Fill with zeros in place."""
-        return self._inplace("ZeroBackward0", lambda a: a * 0 if type(a) is Traced and GT.active else np.zeros_like(value(a)))
+        return self._inplace("ZeroBackward0", lambda a: a * 0 if type(a) is Traced and GT.active else np.zeros_like(value(a)))  # type: ignore[operator]  # Traced's operators are installed at runtime
 
     def fill_(self, fill: Any) -> Tensor:
         """Fill with ``fill`` (a number or a one-element tensor) in place."""
@@ -1648,7 +1653,7 @@ class Tensor:
         return self._inplace("FillBackward2" if not isinstance(fill, Tensor) else "FillBackward3", op,
                              (fill,) if isinstance(fill, Tensor) else ())
 
-    def copy_(self, src: Any, non_blocking: bool = False) -> Tensor:
+    def copy_(self, src: Any, non_blocking: builtins.bool = False) -> Tensor:
         """Copy ``src`` (broadcast, cast) into this tensor in place."""
         s = _v(src)
 
@@ -1670,12 +1675,12 @@ class Tensor:
     def masked_fill_(self, mask: Any, v: Any) -> Tensor:
         return self._inplace("MaskedFillBackward0", lambda a: _new(a).masked_fill(mask, v)._value)
 
-    def normal_(self, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
+    def normal_(self, mean: builtins.float = 0.0, std: builtins.float = 1.0, generator: Any = None) -> Tensor:
         from tapegrad.torch._creation import _rng
 
         return self._inplace("NormalBackward0", lambda a: _rng().normal(mean, std, a.shape))
 
-    def uniform_(self, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
+    def uniform_(self, a: builtins.float = 0.0, b: builtins.float = 1.0, generator: Any = None) -> Tensor:
         from tapegrad.torch._creation import _rng
 
         return self._inplace("UniformBackward0", lambda x: _rng().uniform(a, b, x.shape))

@@ -172,7 +172,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     seeds = _seeds(outs, gos, "grad")
     retain = create_graph if retain_graph is None else retain_graph
     ct = run_backward(outs, seeds, retain, create_graph, capture=[t for t in ins if not t.is_leaf])
-    result = []
+    result: list[Tensor | None] = []
     prev = GT.active
     GT.active = create_graph
     try:

@@ -8,6 +8,7 @@ itself differentiable under ``create_graph=True``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -60,6 +61,8 @@ class _FunctionNode(Node):
 
 
 class _FunctionMeta(type):
+    forward: Callable[..., Any]  # defined by Function and its subclasses
+
     def __init__(cls, name: str, bases: Any, ns: dict[str, Any]) -> None:
         super().__init__(name, bases, ns)
         node_name = f"{name}Backward"
@@ -114,13 +117,13 @@ class Function(metaclass=_FunctionMeta):
         tensor_args = [(i, a) for i, a in enumerate(args) if isinstance(a, Tensor)]
         diff = [(i, a) for i, a in tensor_args if a.requires_grad]
         parents = tuple(a._value._node for _, a in diff)
-        node = object.__new__(cls._node_class)
+        node: Any = object.__new__(cls._node_class)
         node._edges = tuple(_edge(a) for _, a in tensor_args)
         node._core = None
         node._saved = ()
         node._ctx = ctx
         n_out = len(outs)
-        shapes = [(np.shape(value(_v(o))), np.result_type(value(_v(o)))) if isinstance(o, Tensor) else None
+        shapes: list[Any] = [(np.shape(value(_v(o))), np.result_type(value(_v(o)))) if isinstance(o, Tensor) else None
                   for o in outs]
         new_outs: list[Any] = []
         for k, o in enumerate(outs):
@@ -132,7 +135,7 @@ class Function(metaclass=_FunctionMeta):
             def make(j: int, k: int = k, cache: dict[str, Any] = cache) -> Any:
                 def vjp(g: Any) -> Any:
                     if cache.get("g") is not g:
-                        gs = []
+                        gs: list[Tensor | None] = []
                         for m in range(n_out):
                             if m == k:
                                 gs.append(_new(g))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._creation import empty
@@ -51,7 +51,8 @@ class _IncompatibleKeys(NamedTuple):
             return "<All keys matched successfully>"
         return f"_IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
 
-    __str__ = __repr__
+    if not TYPE_CHECKING:  # type: ignore[misc]  # mypy would read this alias as a NamedTuple field
+        __str__ = __repr__
 
 
 def _swap_data(t: Tensor, new: Tensor) -> None:
@@ -527,7 +528,7 @@ class Sequential(Module):
 
     def forward(self, input: Any) -> Any:  # noqa: A002
         for m in self._modules.values():
-            input = m(input)  # noqa: A001
+            input = m(input)  # type: ignore[misc]  # noqa: A001  # _modules holds no None here
         return input
 
     def __len__(self) -> int:

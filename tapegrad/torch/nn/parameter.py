@@ -37,7 +37,7 @@ class Parameter(Tensor):
     def __repr__(self) -> str:  # type: ignore[override]
         return "Parameter containing:\n" + super().__repr__()
 
-    __str__ = __repr__
+    __str__ = __repr__  # type: ignore[assignment]  # narrower than Tensor.__repr__, as overridden above
 
     def __reduce_ex__(self, proto: Any) -> Any:
         return (_rebuild_parameter, (np.array(value(self._value)), self.requires_grad))
