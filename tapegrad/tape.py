@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import heapq
 import itertools
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -105,6 +106,48 @@ class _GCPause:
 
 
 gc_paused = _GCPause()
+
+
+class _Walk(threading.local):
+    def __init__(self) -> None:
+        self.frees = False  # does the running reverse walk free residuals?
+
+
+_walk = _Walk()
+
+
+def consumable(residual: Any) -> bool:
+    """May a rule overwrite ``residual``, a plain array it closed over?
+
+    Yes when the running reverse walk frees each entry's residuals after use
+    (not ``retain``: the rule runs once) and nothing but the rule holds the
+    array: no user variable, no other entry's rule, no view of it (views
+    hold their base), and it is no view itself. NumPy elides temporaries
+    with the same reference-count test. Call it directly from the rule's
+    function, whose parameter and closure cell are the two references
+    expected (the baseline is measured at import, per interpreter).
+    """
+    return (_walk.frees and type(residual) is np.ndarray and residual.base is None
+            and residual.flags.writeable and sys.getrefcount(residual) <= _CONSUMABLE_REFS)
+
+
+def _probe_refs() -> int:
+    """The reference count ``consumable`` sees for an array held only by a
+    rule's closure cell and the rule function's parameter."""
+    counts: list[int] = []
+
+    def rule_function(g: Any, residual: Any) -> None:
+        counts.append(_count(residual))
+
+    def _count(residual: Any) -> int:
+        return sys.getrefcount(residual)
+
+    def maker(residual: Any) -> Callable[[Any], Any]:
+        return lambda g: rule_function(g, residual)
+
+    vjp = maker(np.ones(2))
+    vjp(None)
+    return counts[0]
 
 
 class _Stack(threading.local):
@@ -442,6 +485,15 @@ def backprop(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
     functions applied to its total cotangent before it is pushed on
     (``g = hook(g)``), as tensor hooks are.
     """
+    frees_before, _walk.frees = _walk.frees, not retain
+    try:
+        return _walk_entries(entries, ct, retain, hooks)
+    finally:
+        _walk.frees = frees_before
+
+
+def _walk_entries(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
+                  hooks: dict[int, list[Callable[[Any], Any]]] | None) -> dict[int, Any]:
     pop = ct.pop
     owned: set[int] = set()  # cotangent buffers this walk allocated: safe to add into
     for e in entries:
@@ -478,6 +530,10 @@ def backprop(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
                     _accumulate(ct, owned, i, c)
                 else:
                     ct[i] = c
+            del vjp  # the loop variable must not keep the last rule's residuals alive
         if not retain:
-            e.vjps = None
+            e.vjps = vjps = None
     return ct
+
+
+_CONSUMABLE_REFS = _probe_refs()

@@ -20,6 +20,7 @@ from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import Index
 from tapegrad.primitive import defvjp, defvjp_argnum
+from tapegrad.tape import consumable
 from tapegrad.tracer import value
 
 Vjp = Callable[[Any], Any]
@@ -101,10 +102,12 @@ defvjp(w.imag,       lambda ans, x: (lambda g: -1j * g) if np.iscomplexobj(value
 
 
 def _tanh_vjp(g: Any, ans: Any) -> Any:
-    """g * (1 - ans**2); on plain arrays in one buffer (a backward pass through
-    wide tanh layers is where peak memory is set)."""
+    """g * (1 - ans**2). On plain arrays in one buffer: ``ans``'s own, when
+    the walk frees it after this anyway (a backward pass through wide tanh
+    layers is where peak memory is set), else a new one."""
     if type(g) is np.ndarray and type(ans) is np.ndarray and g.shape == ans.shape:
-        out = np.multiply(ans, ans)
+        out = ans if consumable(ans) and ans.dtype == np.result_type(g, ans) else None
+        out = np.multiply(ans, ans, out=out)
         np.subtract(1, out, out=out)
         return np.multiply(g, out, out=out)
     return g * (1 - ans * ans)
