@@ -110,7 +110,7 @@ def _tanh_vjp(g: Any, ans: Any) -> Any:
         out = np.multiply(ans, ans, out=out)
         np.subtract(1, out, out=out)
         return np.multiply(g, out, out=out)
-    return g * (1 - ans * ans)
+    return g * (1 - w.square(ans))  # square: one edge to ans where ans * ans has two
 
 
 def _vjp_power_base(x: Any, y: Any) -> Vjp:

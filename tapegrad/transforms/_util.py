@@ -48,7 +48,13 @@ def rewrap(like: Any, v: Any) -> Any:
 
 
 def check_inexact(tree: Any, who: str, argnum: int, allow_complex: bool = True) -> None:
-    for leaf in tree_flatten(tree)[0]:
+    check_inexact_leaves(tree_flatten(tree)[0], who, argnum, allow_complex)
+
+
+def check_inexact_leaves(leaves: list[Any], who: str, argnum: int, allow_complex: bool = True) -> None:
+    """Raise ``TypeError`` naming ``who``, the argument and its dtype for a
+    leaf that is not floating-point (or complex)."""
+    for leaf in leaves:
         v = unwrap(leaf)
         while type(v) is Traced:
             v = v._value
@@ -67,15 +73,17 @@ class Traced_call:
 
     def __init__(self, f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                  argnums: tuple[int, ...], persistent: bool, who: str) -> None:
-        for i in argnums:
-            check_inexact(args[i], who, i)
         args_l = list(args)
+        flat = []
+        for i in argnums:
+            leaves, tdef = tree_flatten(args_l[i])
+            check_inexact_leaves(leaves, who, i)
+            flat.append((i, leaves, tdef))
         with Tape(persistent=persistent) as tape:
             # (argnum, treedef, leaf nodes, primal leaves); the nodes are kept
             # apart from the traced values, which in-place updates rebind
             self.inputs = []
-            for i in argnums:
-                leaves, tdef = tree_flatten(args_l[i])
+            for i, leaves, tdef in flat:
                 watched = [tape._watch_leaf(unwrap(x)) for x in leaves]
                 self.inputs.append((i, tdef, [t._node for t in watched], leaves))
                 args_l[i] = tree_unflatten(tdef, [rewrap(x, t) for x, t in zip(leaves, watched)])
