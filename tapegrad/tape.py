@@ -348,12 +348,7 @@ class Tape:
         return f"<tapegrad.Tape level={self.level} {state}, {len(self)} entries>"
 
 
-class _Switch(threading.local):
-    def __init__(self) -> None:
-        self.enabled = True
-
-
-class GraphTape:
+class GraphTape(threading.local):
     """A tape whose graph is owned by its values (the torch facade's).
 
     It sits at level 0, below every functional tape, and records while its
@@ -363,12 +358,15 @@ class GraphTape:
     *traced* (``boxed``): a replay with recording switched on is itself
     recorded, which is how ``create_graph=True`` differentiates a backward
     pass; with recording off, traced residuals read as plain values.
+
+    The object is thread-local: ``active`` is each thread's own (a plain
+    attribute: it is read on every op).
     """
 
     level = 0
 
     def __init__(self) -> None:
-        self._switch = _Switch()
+        self.active = True
 
     def record(self, prim: Any, ans: Any, args: Any, raw: Any, kwargs: Any, argnums: Any) -> Traced:
         """An entry whose rules close over the *traced* arguments and output
@@ -384,14 +382,6 @@ class GraphTape:
             vjps = tuple([(table.get(i) or prim.vjp_maker(i))(out, *args, **kwargs) for i in argnums])
         out._node = Node(next_index(), ans.shape, ans.dtype, prim, parents, vjps)
         return out
-
-    @property
-    def active(self) -> bool:
-        return self._switch.enabled
-
-    @active.setter
-    def active(self, on: bool) -> None:
-        self._switch.enabled = on
 
     def _append(self, node: Node) -> None:
         pass
