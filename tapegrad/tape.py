@@ -355,7 +355,7 @@ class GraphTape(threading.local):
     per-thread switch is on (grad mode). It keeps no list: each node holds
     its parents, so a graph lives exactly as long as the values that reach
     it, and replays walk it with :func:`reachable`. Its residuals are kept
-    *traced* (``boxed``): a replay with recording switched on is itself
+    *traced* (not their values): a replay with recording switched on is itself
     recorded, which is how ``create_graph=True`` differentiates a backward
     pass; with recording off, traced residuals read as plain values.
 
