@@ -77,7 +77,3 @@ def tree_map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     leaves, treedef = tree_flatten(tree)
     others = [tree_flatten(r)[0] for r in rest]
     return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
-
-
-def tree_structure(tree: Any) -> TreeDef:
-    return tree_flatten(tree)[1]

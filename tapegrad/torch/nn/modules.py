@@ -14,6 +14,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from typing_extensions import Self
+
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._creation import empty
 from tapegrad.torch._graph import no_grad
@@ -502,7 +504,21 @@ def _zero_grad(p: Tensor, set_to_none: bool) -> None:
 # --- containers -----------------------------------------------------------------------------
 
 
-class Sequential(Module):
+class _ModuleSequence(Module):
+    """What Sequential and ModuleList share: submodules named ``"0"``, ``"1"`` ..."""
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())  # type: ignore[arg-type]
+
+    def append(self, module: Module) -> Self:
+        self.add_module(str(len(self)), module)
+        return self
+
+
+class Sequential(_ModuleSequence):
     """Modules applied one after another; ``Sequential(a, b)(x) == b(a(x))``.
 
     Built from modules (named ``"0"``, ``"1"`` ...) or from one ``OrderedDict``
@@ -531,12 +547,6 @@ class Sequential(Module):
             input = m(input)  # type: ignore[misc]  # noqa: A001  # _modules holds no None here
         return input
 
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())  # type: ignore[arg-type]
-
     def __getitem__(self, idx: int | slice) -> Any:
         if isinstance(idx, slice):
             return type(self)(OrderedDict(list(self._modules.items())[idx]))
@@ -559,12 +569,8 @@ class Sequential(Module):
         for i, m in enumerate(mods):
             self._modules[str(i)] = m
 
-    def append(self, module: Module) -> Sequential:
-        self.add_module(str(len(self)), module)
-        return self
 
-
-class ModuleList(Module):
+class ModuleList(_ModuleSequence):
     """A list of modules, registered as submodules ``"0"``, ``"1"`` ..."""
 
     def __init__(self, modules: Iterable[Module] | None = None) -> None:
@@ -572,20 +578,10 @@ class ModuleList(Module):
         for m in modules or ():
             self.append(m)
 
-    def append(self, module: Module) -> ModuleList:
-        self.add_module(str(len(self)), module)
-        return self
-
     def extend(self, modules: Iterable[Module]) -> ModuleList:
         for m in modules:
             self.append(m)
         return self
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())  # type: ignore[arg-type]
 
     def __getitem__(self, idx: int | slice) -> Any:
         if isinstance(idx, slice):
