@@ -20,7 +20,10 @@ def array_module(*xs: Any) -> ModuleType:
     from tapegrad.tracer import value
 
     ndarray = np.ndarray
-    if all(type(x) is ndarray for x in xs):  # the common case, fast
+    for x in xs:  # the common case (all NumPy arrays) first, fast
+        if type(x) is not ndarray:
+            break
+    else:
         return np
     found = None
     for x in xs:

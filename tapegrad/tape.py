@@ -436,12 +436,20 @@ def reachable(roots: Iterable[Node]) -> Iterator[Node]:
                 push(heap, (-p.index, p))
 
 
+# The engine's two primitives (the sum back to a shape, the cast), set by
+# tapegrad.primitive, which defines them and imports this module.
+def _not_yet(*args: Any) -> Any:
+    raise RuntimeError("tapegrad.primitive has not been imported")
+
+
+sum_to: Callable[..., Any] = _not_yet
+cast_to: Callable[..., Any] = _not_yet
+
+
 def _fit(c: Any, p: Node, g: Any, e: Node) -> Any:
     """A contribution to parent ``p`` of entry ``e`` (whose cotangent is ``g``)
     summed back to ``p``'s shape, keeping ``g``'s leading batch axes, and cast
     to its dtype: the one place rules' broadcasting and promotion are undone."""
-    from tapegrad.primitive import cast_to, sum_to
-
     nb = g.ndim - len(e.shape)
     if c.shape != (g.shape[:nb] + p.shape if nb else p.shape):
         c = sum_to(c, p.shape, nb)

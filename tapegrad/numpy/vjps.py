@@ -28,21 +28,30 @@ Vjp = Callable[[Any], Any]
 
 def _nb(g: Any, ans: Any) -> int:
     """Number of leading batch axes of cotangent ``g`` for an output ``ans``."""
-    return g.ndim - np.ndim(ans)
+    return g.ndim - ans.ndim
 
 
-def _bcast(g: Any, ans: Any, shape: tuple[int, ...], axis: Any) -> Any:
-    """Broadcast a reduction's cotangent back over the reduced axes of ``shape``."""
-    nb = _nb(g, ans)
+def _kept_shape(shape: tuple[int, ...], axis: Any) -> tuple[int, ...]:
+    """``shape`` with the axes a reduction over ``axis`` removes kept as size 1."""
     axes = d.normalize_axes(axis, len(shape))
-    kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
-    return w.broadcast_to(d.reshape(g, g.shape[:nb] + kept), g.shape[:nb] + tuple(shape))
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def _unreduce(g: Any, nd: int, kept: tuple[int, ...]) -> Any:
+    """A reduction's cotangent ``g`` (batch + an ``nd``-dim result) reshaped to
+    batch + ``kept``: it broadcasts against the reduced argument."""
+    return w.reshape_c(g, g.shape[: g.ndim - nd] + kept)
+
+
+def _bcast(g: Any, nd: int, kept: tuple[int, ...], shape: tuple[int, ...]) -> Any:
+    """A reduction's cotangent broadcast back over the reduced axes: batch + ``shape``."""
+    lead = g.shape[: g.ndim - nd]
+    return w.broadcast_to(w.reshape_c(g, lead + kept), lead + shape)
 
 
 def _kept(ans: Any, shape: tuple[int, ...], axis: Any) -> Any:
     """``ans`` of a reduction reshaped with the reduced axes kept as size 1."""
-    axes = d.normalize_axes(axis, len(shape))
-    return d.reshape(ans, tuple(1 if i in axes else n for i, n in enumerate(shape)))
+    return w.reshape_c(ans, _kept_shape(shape, axis))
 
 
 def _balanced_eq(x: Any, z: Any, y: Any) -> Any:
@@ -184,16 +193,17 @@ defvjp(w.where3,     None,
 
 
 def _vjp_sum(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Vjp:
-    shape = x.shape
-    return lambda g: _bcast(g, ans, shape, axis)
+    shape, nd = x.shape, ans.ndim
+    kept = _kept_shape(shape, axis)
+    return lambda g: _bcast(g, nd, kept, shape)
 
 
 def _vjp_chooser(ans: Any, x: Any, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Vjp:
     """max / min: the cotangent goes to the winners, split evenly among ties."""
-    shape = x.shape
-    hit = value(x) == value(_kept(ans, shape, axis))
+    nd, kept = ans.ndim, _kept_shape(x.shape, axis)
+    hit = value(x) == value(ans).reshape(kept)
     share = hit / np.sum(hit, axis=axis, keepdims=True)
-    return lambda g: _bcast(g, ans, shape, axis) * share
+    return lambda g: _unreduce(g, nd, kept) * share
 
 
 def _prod_of_others(x: Any, axis: Any) -> Any:
@@ -212,10 +222,10 @@ def _prod_of_others(x: Any, axis: Any) -> Any:
 
 
 def _vjp_prod(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Vjp:
-    shape = x.shape
+    nd, kept = ans.ndim, _kept_shape(x.shape, axis)
     if np.all(value(x) != 0):
-        return lambda g: _bcast(g, ans, shape, axis) * (_kept(ans, shape, axis) / x)
-    return lambda g: _bcast(g, ans, shape, axis) * _prod_of_others(x, axis)
+        return lambda g: _unreduce(g, nd, kept) * (w.reshape_c(ans, kept) / x)
+    return lambda g: _unreduce(g, nd, kept) * _prod_of_others(x, axis)
 
 
 def _vjp_cumsum(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Vjp:
@@ -257,8 +267,8 @@ def _cumprod_grad_with_zeros(g: Any, x: Any, ax: int) -> Any:
 
 
 def _vjp_logsumexp(ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Vjp:
-    shape = x.shape
-    return lambda g: _bcast(g, ans, shape, axis) * w.exp(x - _kept(ans, shape, axis))
+    nd, kept = ans.ndim, _kept_shape(x.shape, axis)
+    return lambda g: _unreduce(g, nd, kept) * w.exp(x - w.reshape_c(ans, kept))
 
 
 defvjp(w.sum, _vjp_sum)
@@ -277,13 +287,16 @@ defvjp(w.astype_float, lambda ans, x, dtype: lambda g: g)
 
 def transpose_batched(g: Any, perm: tuple[int, ...], nb: int) -> Any:
     """``transpose(g, perm)`` on the trailing axes of ``g``, its ``nb`` leading axes kept."""
+    if not nb:
+        return w.transpose(g, perm)
     return w.transpose(g, tuple(range(nb)) + tuple(nb + i for i in perm))
 
 
 def _vjp_transpose(ans: Any, x: Any, axes: Any = None) -> Vjp:
     perm = tuple(range(x.ndim))[::-1] if axes is None else d.normalize_axes(axes, x.ndim)
-    inv = tuple(int(i) for i in np.argsort(perm))
-    return lambda g: transpose_batched(g, inv, _nb(g, ans))
+    inv = tuple(sorted(range(len(perm)), key=perm.__getitem__))  # the inverse permutation
+    nd = ans.ndim
+    return lambda g: transpose_batched(g, inv, g.ndim - nd)
 
 
 def _vjp_concatenate(argnum: int, ans: Any, axis: int, *arrays: Any) -> Vjp:
@@ -359,7 +372,13 @@ def _vjp_matmul_a(ans: Any, a: Any, b: Any, **kw: Any) -> Vjp:
         if b.ndim == 2:  # one GEMM over the batch of cotangents
             return lambda g: w.matmul(g, w.transpose(b))
         return lambda g: w.matmul(d.expand_dims(g, -2), d.swapaxes(b, -1, -2))[..., 0, :]
-    return lambda g: w.matmul(g, d.swapaxes(b, -1, -2))
+    swap = _swap_last(b.ndim)
+    return lambda g: w.matmul(g, w.transpose(b, swap))
+
+
+def _swap_last(nd: int) -> tuple[int, ...]:
+    """The permutation that swaps the last two of ``nd`` axes (a matrix transpose)."""
+    return tuple(range(nd - 2)) + (nd - 1, nd - 2)
 
 
 def _vjp_matmul_b(ans: Any, a: Any, b: Any, **kw: Any) -> Vjp:
@@ -371,7 +390,8 @@ def _vjp_matmul_b(ans: Any, a: Any, b: Any, **kw: Any) -> Vjp:
         if a.ndim == 2:  # one GEMM over the batch of cotangents
             return lambda g: w.matmul(g, a)
         return lambda g: w.matmul(d.expand_dims(g, -2), a)[..., 0, :]
-    return lambda g: w.matmul(d.swapaxes(a, -1, -2), g)
+    swap = _swap_last(a.ndim)
+    return lambda g: w.matmul(w.transpose(a, swap), g)
 
 
 defvjp(w.matmul, _vjp_matmul_a, _vjp_matmul_b)
