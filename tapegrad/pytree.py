@@ -9,6 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
+import numpy as np
+
+from tapegrad.tracer import Traced
+
 
 class TreeDef(NamedTuple):
     kind: Any  # None for a leaf, type(None) for None, else the container type
@@ -24,6 +28,11 @@ class TreeDef(NamedTuple):
 
 _LEAF = TreeDef(None, None, ())
 _NONE = TreeDef(type(None), None, ())
+
+
+# Arrays, scalars and traced values: leaves whatever they hold, so flattening
+# one (the common argument and output of a transform) skips the walk.
+ARRAY_LEAF_TYPES = frozenset([np.ndarray, Traced, float, int, complex, bool, *np.sctypeDict.values()])
 
 
 def _is_namedtuple(x: Any) -> bool:
@@ -49,6 +58,8 @@ def _walk(x: Any, leaves: list[Any]) -> TreeDef:
 
 def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
     """Return ``(leaves, treedef)`` for a pytree."""
+    if type(tree) in ARRAY_LEAF_TYPES:
+        return [tree], _LEAF
     leaves: list[Any] = []
     treedef = _walk(tree, leaves)
     return leaves, treedef
@@ -69,6 +80,8 @@ def _build(d: TreeDef, it: Iterator[Any]) -> Any:
 
 def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
     """Rebuild the pytree described by ``treedef`` from ``leaves``."""
+    if treedef is _LEAF:
+        return leaves[0]
     return _build(treedef, iter(leaves))
 
 
