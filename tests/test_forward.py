@@ -83,6 +83,32 @@ def test_hvp_without_forming_h() -> None:
     np.testing.assert_allclose(hv, tg.hessian(f)(x) @ v, rtol=1e-10)
 
 
+def test_hvp_of_several_and_pytree_primals() -> None:
+    f = lambda a, p: tnp.sum(tnp.sin(a) * p["w"] ** 2) * p["s"]  # noqa: E731
+    a, w, s = rng.standard_normal(2), rng.standard_normal(2), 1.5
+    va, vw, vs = rng.standard_normal(2), rng.standard_normal(2), 0.5
+    val, (ha, hp) = tg.hvp(f, (a, {"w": w, "s": s}), (va, {"w": vw, "s": vs}))
+    assert val == f(a, {"w": w, "s": s}) and sorted(hp) == ["s", "w"]
+    flat = lambda z: f(z[:2], {"w": z[2:4], "s": z[4]})  # noqa: E731
+    want = tg.hessian(flat)(np.concatenate([a, w, [s]])) @ np.concatenate([va, vw, [vs]])
+    np.testing.assert_allclose(np.concatenate([ha, hp["w"], [hp["s"]]]), want, rtol=1e-10)
+    # an integer tangent is taken in its primal's dtype, as jvp takes it
+    _, h32 = tg.hvp(lambda x: tnp.sum(x**3), (np.ones(2, np.float32),), (np.array([1, 2]),))
+    assert h32.dtype == np.float32 and list(h32) == [6.0, 12.0]
+
+
+def test_hvp_errors_name_hvp_and_the_function() -> None:
+    def f(x):  # noqa: ANN001, ANN202
+        return x**2
+
+    with pytest.raises(TypeError, match=r"hvp\(f\) requires a scalar output.*shape \(2,\)"):
+        tg.hvp(f, (np.ones(2),), (np.ones(2),))
+    with pytest.raises(ValueError, match=r"hvp\(f\): tangent 0 has shape \(3,\)"):
+        tg.hvp(f, (np.ones(2),), (np.ones(3),))
+    with pytest.raises(TypeError, match=r"hvp\(f\) requires floating-point.*dtype int64"):
+        tg.hvp(f, (np.array([1, 2]),), (np.array([1, 2]),))
+
+
 def test_compositions_of_modes() -> None:
     f = lambda x: tnp.sum(tnp.sin(x) * x**2)  # noqa: E731
     x = rng.standard_normal(3)

@@ -30,6 +30,21 @@ def test_argnums_int_and_tuple() -> None:
     assert tg.grad(f, argnums=-1)(2.0, 3.0, 1.0) == 1.0
 
 
+def test_one_grad_function_called_with_different_arities() -> None:
+    g = tg.grad(lambda *xs: xs[0] * xs[-1] ** 2, argnums=-1)  # argnums depend on the arity
+    assert g(2.0, 3.0) == 12.0
+    assert g(2.0, 5.0, 3.0) == 12.0
+    assert g(3.0) == 27.0
+    for _ in range(2):  # an out-of-range call raises every time
+        with pytest.raises(TypeError, match="out of range"):
+            tg.grad(lambda x: x, argnums=1)(1.0)
+    g1 = tg.value_and_grad(lambda x, y=0.0: x * y, argnums=1)
+    for _ in range(2):
+        with pytest.raises(TypeError, match="argnums=1 is out of range"):
+            g1(1.0)
+    assert g1(2.0, 3.0) == (6.0, 2.0)
+
+
 def test_has_aux() -> None:
     def f(x):  # noqa: ANN001, ANN202
         y = tnp.sum(x**2)

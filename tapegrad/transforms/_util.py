@@ -7,9 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.pytree import tree_flatten, tree_unflatten
-from tapegrad.tape import Tape
+from tapegrad.pytree import ARRAY_LEAF_TYPES, tree_flatten, tree_unflatten
+from tapegrad.tape import Tape, backprop, gc_paused, ones_seed, zeros_for
 from tapegrad.tracer import Traced
+
+# Arrays, scalars and traced values: pytree leaves and no array wrappers, so
+# unwrap and rewrap pass them through without looking up the wrapper hooks,
+# and a transform given one (the common case) has no pytree to walk.
+PLAIN = ARRAY_LEAF_TYPES
 
 
 def tree_map_leaves(f: Callable[[Any], Any], tree: Any) -> Any:
@@ -19,6 +24,26 @@ def tree_map_leaves(f: Callable[[Any], Any], tree: Any) -> Any:
 
 def fun_name(f: Callable[..., Any]) -> str:
     return getattr(f, "__name__", None) or type(f).__name__
+
+
+class Argnums:
+    """A transform's ``argnums``, normalised once per call arity.
+
+    ``argnums`` is an int or a tuple of ints; calling with the number of
+    positional arguments gives them as non-negative ints (``TypeError``
+    naming ``who`` when out of range, raised again on every such call).
+    """
+
+    def __init__(self, argnums: int | tuple[int, ...]) -> None:
+        self.argnums = argnums
+        self.many = isinstance(argnums, (tuple, list))  # a tuple of results?
+        self._by_nargs: dict[int, tuple[int, ...]] = {}
+
+    def __call__(self, nargs: int, who: str) -> tuple[int, ...]:
+        nums = self._by_nargs.get(nargs)
+        if nums is None:
+            nums = self._by_nargs[nargs] = norm_argnums(self.argnums, nargs, who)
+        return nums
 
 
 def norm_argnums(argnums: int | tuple[int, ...], nargs: int, who: str) -> tuple[int, ...]:
@@ -37,18 +62,18 @@ def norm_argnums(argnums: int | tuple[int, ...], nargs: int, who: str) -> tuple[
 def unwrap(x: Any) -> Any:
     """The array inside an array wrapper (a type with ``__tapegrad_value__``,
     such as the facade's Tensor); anything else as it is."""
+    if type(x) in PLAIN:
+        return x
     get = getattr(type(x), "__tapegrad_value__", None)
     return get(x) if get is not None else x
 
 
 def rewrap(like: Any, v: Any) -> Any:
     """``v`` wrapped in the type of ``like`` when ``like`` is an array wrapper."""
+    if type(like) in PLAIN:
+        return v
     box = getattr(type(like), "__tapegrad_box__", None)
     return box(v, like) if box is not None else v
-
-
-def check_inexact(tree: Any, who: str, argnum: int, allow_complex: bool = True) -> None:
-    check_inexact_leaves(tree_flatten(tree)[0], who, argnum, allow_complex)
 
 
 def check_inexact_leaves(leaves: list[Any], who: str, argnum: int, allow_complex: bool = True) -> None:
@@ -79,16 +104,17 @@ class Traced_call:
             leaves, tdef = tree_flatten(args_l[i])
             check_inexact_leaves(leaves, who, i)
             flat.append((i, leaves, tdef))
+        # (argnum, treedef, leaf nodes, primal leaves); the nodes are kept
+        # apart from the traced values, which in-place updates rebind
+        self.inputs: list[tuple[int, Any, list[Any], list[Any]]] = []
         with Tape(persistent=persistent) as tape:
-            # (argnum, treedef, leaf nodes, primal leaves); the nodes are kept
-            # apart from the traced values, which in-place updates rebind
-            self.inputs = []
+            watch = tape._watch_leaf
             for i, leaves, tdef in flat:
-                watched = [tape._watch_leaf(unwrap(x)) for x in leaves]
+                watched = [watch(unwrap(x)) for x in leaves]
                 self.inputs.append((i, tdef, [t._node for t in watched], leaves))
                 args_l[i] = tree_unflatten(tdef, [rewrap(x, t) for x, t in zip(leaves, watched)])
-            self.wrapped_out = f(*args_l, **kwargs)
-            self.out = tree_map_leaves(unwrap, self.wrapped_out)
+            self.wrapped_out = out = f(*args_l, **kwargs) if kwargs else f(*args_l)
+            self.out = out if type(out) in PLAIN else tree_map_leaves(unwrap, out)
         self.tape = tape
 
     def here(self, x: Any) -> Any:
@@ -101,7 +127,11 @@ class Traced_call:
         return x
 
     def out_value(self, out: Any) -> Any:
-        """The output pytree ``out`` as seen from outside, in its own wrapper types."""
+        """The output pytree ``out`` (``self.out``, or its first half under
+        ``has_aux``) as seen from outside, in its own wrapper types."""
+        w = self.wrapped_out
+        if type(out) in PLAIN and (w is out or (isinstance(w, (tuple, list)) and w and w[0] is out)):
+            return self.here(out)  # a plain leaf: no wrapper to put back
         leaves, tdef = tree_flatten(out)
         wrapped = tree_flatten(self.wrapped_out)[0]
         if len(wrapped) != len(leaves):  # has_aux: out is the first of a pair
@@ -113,8 +143,6 @@ class Traced_call:
 
     def backward(self, seeds: dict[int, Any], retain: bool, batch: tuple[int, ...] = ()) -> list[Any]:
         """Cotangents for every argnum, each in its argument's structure."""
-        from tapegrad.tape import backprop, gc_paused, zeros_for
-
         with gc_paused:
             ct = backprop(reversed(self.tape.entries), seeds, retain)
         results = []
@@ -126,6 +154,16 @@ class Traced_call:
                 gs.append(rewrap(p, finish(g, p)))
             results.append(tree_unflatten(tdef, gs))
         return results
+
+
+def seed_ones(v: Any) -> Any:
+    """The seed of an output whose value is ``v``: ones of its shape and dtype
+    (NumPy's, without asking which array module when ``v`` is NumPy's)."""
+    while type(v) is Traced:  # the seed is a constant
+        v = v._value
+    if type(v) is np.ndarray or isinstance(v, np.generic):
+        return np.ones(v.shape, v.dtype)
+    return ones_seed(v)
 
 
 def finish(g: Any, primal: Any) -> Any:

@@ -22,10 +22,11 @@ from tapegrad.pytree import tree_flatten, tree_unflatten
 from tapegrad.tape import Tape
 from tapegrad.tracer import Traced, value
 from tapegrad.transforms._util import (
-    check_inexact,
+    PLAIN,
+    Argnums,
+    check_inexact_leaves,
     finish,
     fun_name,
-    norm_argnums,
     rewrap,
     tree_map_leaves,
     unwrap,
@@ -48,20 +49,27 @@ class ForwardTape(Tape):
 
     def record(self, prim: Any, ans: Any, args: Any, raw: Any, kwargs: Any, argnums: Any) -> Traced:  # type: ignore[override]
         """Push the tangents of ``args`` through ``prim`` (instead of logging an entry)."""
+        v = ans
+        while type(v) is Traced:
+            v = v._value
+        shape = v.shape if type(v) is np.ndarray else tuple(np.shape(v))
         batch = self.batch
-        target = batch + tuple(np.shape(value(ans)))
+        target = batch + shape if batch else shape
+        table = prim.jvps
         out = None
         for i in argnums:
-            maker = prim.jvp_maker(i)
-            jvp = maker(ans, *raw, **kwargs) if maker is not None else _transposed(prim, i, ans, raw, kwargs)
+            maker = table.get(i) or prim.jvp_maker(i)
+            if maker is None:
+                jvp = _transposed(prim, i, ans, raw, kwargs)
+            else:
+                jvp = maker(ans, *raw, **kwargs) if kwargs else maker(ans, *raw)
             c = jvp(args[i]._node)
             if c.shape != target:
                 c = _broadcast_tangent(c, len(batch), target)
             out = c if out is None else out + c
-        dtype = value(ans).dtype
         assert out is not None  # a recorded op has at least one traced argument
-        if out.dtype != dtype:
-            out = cast_to(out, dtype)
+        if out.dtype != v.dtype:
+            out = cast_to(out, v.dtype)
         return Traced(ans, self, out)
 
 
@@ -98,7 +106,12 @@ def _transposed(prim: Any, i: int, ans: Any, raw: Any, kwargs: Any) -> Callable[
     return jvp
 
 
-def _check_tangents(who: str, primals: Any, tangents: Any) -> list[list[Any]]:
+def _check_tangents(who: str, primals: Any, tangents: Any) -> list[tuple[int, list[Any], Any, list[Any]]]:
+    """Check ``tangents`` against ``primals`` (structure, shapes, dtype kinds).
+
+    Returns, per primal, ``(argnum, primal leaves, treedef, tangent leaves)``,
+    the tangents in their primals' dtypes: the inputs of :func:`_trace_forward`.
+    """
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError(f"{who}: primals and tangents must be tuples")
     if len(primals) != len(tangents):
@@ -111,7 +124,12 @@ def _check_tangents(who: str, primals: Any, tangents: Any) -> list[list[Any]]:
             raise TypeError(f"{who}: tangent {k} has structure {td}, but its primal has {pd}")
         leaves = []
         for a, b in zip(pl, tl):
-            av, bv = value(unwrap(a)), value(unwrap(b))
+            bt = unwrap(b)
+            if type(a) is np.ndarray and type(bt) is np.ndarray and a.shape == bt.shape \
+                    and a.dtype == bt.dtype:
+                leaves.append(bt)  # the common case: nothing to check further, or convert
+                continue
+            av, bv = value(unwrap(a)), value(bt)
             sa, sb = np.shape(av), np.shape(bv)
             if sa != sb:
                 raise ValueError(
@@ -120,10 +138,9 @@ def _check_tangents(who: str, primals: Any, tangents: Any) -> list[list[Any]]:
             if da.kind != db.kind and not (db.kind in "iu" and da.kind in "fc"):
                 raise TypeError(
                     f"{who}: tangent {k} has dtype {db}, but its primal has dtype {da}")
-            bt = unwrap(b)
             same = type(bt) is Traced or (hasattr(bt, "ndim") and np.result_type(bt) == da)
             leaves.append(bt if same else _as_dtype(bt, da))
-        out.append(leaves)
+        out.append((k, pl, pd, leaves))
     return out
 
 
@@ -138,18 +155,23 @@ def _as_dtype(t: Any, dtype: Any) -> Any:
 
 
 def _trace_forward(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                   argnums: tuple[int, ...], tangents: list[list[Any]], batch: tuple[int, ...],
+                   inputs: list[tuple[int, list[Any], Any, list[Any]]], batch: tuple[int, ...],
                    who: str) -> tuple[ForwardTape, Any, Any]:
-    for i in argnums:
-        check_inexact(args[i], who, i)
+    """Run ``f`` on a forward trace: ``inputs`` gives, per differentiated
+    argument, ``(argnum, leaves, treedef, tangent leaves)`` (``leaves`` are
+    the argument's, flattened). Returns the tape, the output as ``f`` gave
+    it, and the output with its array wrappers taken off."""
+    for i, leaves, _, _ in inputs:
+        check_inexact_leaves(leaves, who, i)
     args_l = list(args)
     with ForwardTape(batch) as ftape:
-        for i, ts in zip(argnums, tangents):
-            leaves, tdef = tree_flatten(args_l[i])
-            traced = [ftape.watch_with(_as_array(unwrap(x)), t) for x, t in zip(leaves, ts)]
+        watch = ftape.watch_with
+        for i, leaves, tdef, ts in inputs:
+            traced = [watch(_as_array(unwrap(x)), t) for x, t in zip(leaves, ts)]
             args_l[i] = tree_unflatten(tdef, [rewrap(x, t) for x, t in zip(leaves, traced)])
-        wrapped_out = f(*args_l, **kwargs)
-    return ftape, wrapped_out, tree_map_leaves(unwrap, wrapped_out)
+        wrapped_out = f(*args_l, **kwargs) if kwargs else f(*args_l)
+    return ftape, wrapped_out, (wrapped_out if type(wrapped_out) in PLAIN
+                                else tree_map_leaves(unwrap, wrapped_out))
 
 
 def _primal_and_tangent(ftape: ForwardTape, x: Any, like: Any) -> tuple[Any, Any]:
@@ -173,8 +195,15 @@ def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ..
         (array([0.        , 0.84147098]), array([1.        , 0.54030231]))
     """
     who = f"jvp({fun_name(f)})"
-    ts = _check_tangents(who, primals, tangents)
-    ftape, wrapped, out = _trace_forward(f, tuple(primals), {}, tuple(range(len(primals))), ts, (), who)
+    inputs = _check_tangents(who, primals, tangents)
+    return _outputs(*_trace_forward(f, tuple(primals), {}, inputs, (), who))
+
+
+def _outputs(ftape: ForwardTape, wrapped: Any, out: Any) -> tuple[Any, Any]:
+    """The primal and the tangent output pytrees of a forward trace (as
+    :func:`_trace_forward` returns it), in the output's wrapper types."""
+    if type(wrapped) in PLAIN:  # one plain leaf
+        return _primal_and_tangent(ftape, out, wrapped)
     leaves, tdef = tree_flatten(out)
     like = tree_flatten(wrapped)[0]
     pairs = [_primal_and_tangent(ftape, x, lk) for x, lk in zip(leaves, like)]
@@ -227,18 +256,19 @@ def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
                [0., 4.]])
     """
     name = fun_name(f)
+    who = f"jacfwd({name})"
+    nums_for = Argnums(argnums)
 
     def jac(*args: Any, **kwargs: Any) -> Any:
-        who = f"jacfwd({name})"
-        nums = norm_argnums(argnums, len(args), who)
+        nums = nums_for(len(args), who)
         in_leaves = [tree_flatten(args[i]) for i in nums]
         flat = [x for leaves, _ in in_leaves for x in leaves]
         n, basis = _basis(flat)
-        tangents, k = [], 0
-        for leaves, _ in in_leaves:
-            tangents.append(basis[k:k + len(leaves)])
+        inputs, k = [], 0
+        for i, (leaves, tdef) in zip(nums, in_leaves):
+            inputs.append((i, leaves, tdef, basis[k:k + len(leaves)]))
             k += len(leaves)
-        ftape, wrapped, out = _trace_forward(f, args, kwargs, nums, tangents, (n,), who)
+        ftape, wrapped, out = _trace_forward(f, args, kwargs, inputs, (n,), who)
         leaves, tdef = tree_flatten(out)
         shapes = [np.shape(value(unwrap(x))) for x in flat]
         results = []

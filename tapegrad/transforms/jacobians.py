@@ -15,9 +15,16 @@ import numpy as np
 from tapegrad.pytree import tree_flatten, tree_unflatten
 from tapegrad.tape import add_seed
 from tapegrad.tracer import value
-from tapegrad.transforms._util import Traced_call, fun_name, norm_argnums, rewrap, unwrap
-from tapegrad.transforms.forward import _basis, _per_argnum, jacfwd, jvp
-from tapegrad.transforms.reverse import value_and_grad
+from tapegrad.transforms._util import Argnums, Traced_call, fun_name, norm_argnums, rewrap, unwrap
+from tapegrad.transforms.forward import (
+    _basis,
+    _check_tangents,
+    _outputs,
+    _per_argnum,
+    _trace_forward,
+    jacfwd,
+)
+from tapegrad.transforms.reverse import _value_and_grad
 
 
 def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
@@ -33,12 +40,13 @@ def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
                [0.84147098, 0.27015115]])
     """
     name = fun_name(f)
+    who = f"jacrev({name})"
+    nums_for = Argnums(argnums)
 
     def jac(*args: Any, **kwargs: Any) -> Any:
         from tapegrad.numpy import derived as d
 
-        who = f"jacrev({name})"
-        nums = norm_argnums(argnums, len(args), who)
+        nums = nums_for(len(args), who)
         call = Traced_call(f, args, kwargs, nums, persistent=False, who=who)
         out_leaves, out_def = tree_flatten(call.out)
         m, basis = _basis(out_leaves)
@@ -94,9 +102,12 @@ def hvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ..
         >>> tg.hvp(lambda x: tnp.sum(x ** 3), (np.array([1.0, 2.0]),), (np.ones(2),))
         (np.float64(9.0), array([ 6., 12.]))
     """
+    who = f"hvp({fun_name(f)})"
+    inputs = _check_tangents(who, primals, tangents)
     n = len(primals)
-    vg = value_and_grad(f, argnums=tuple(range(n)))
-    (val, _), (_, hv) = jvp(lambda *xs: vg(*xs), tuple(primals), tuple(tangents))
+    # one forward trace around one reverse trace (no jvp-of-grad wrappers)
+    vg = _value_and_grad(f, tuple(range(n)), False, False, with_value=True, who=who)
+    (val, _), (_, hv) = _outputs(*_trace_forward(vg, tuple(primals), {}, inputs, (), who))
     return val, (hv[0] if n == 1 else hv)
 
 

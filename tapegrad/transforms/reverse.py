@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from tapegrad.pytree import tree_flatten, tree_map
-from tapegrad.tape import add_seed, ones_seed
+from tapegrad.tape import add_seed
 from tapegrad.tracer import Traced, value
-from tapegrad.transforms._util import Traced_call, fun_name, norm_argnums
+from tapegrad.transforms._util import Argnums, Traced_call, fun_name, seed_ones
 
 
 def _split_aux(out: Any, has_aux: bool, who: str) -> tuple[Any, Any]:
@@ -23,6 +23,31 @@ def _split_aux(out: Any, has_aux: bool, who: str) -> tuple[Any, Any]:
             + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else "")
         )
     return out[0], tree_map(value, out[1])
+
+
+def _value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...], has_aux: bool,
+                    holomorphic: bool, with_value: bool, who: str | None = None) -> Callable[..., Any]:
+    """The function of :func:`value_and_grad` (``with_value``) or of :func:`grad`;
+    errors name ``who`` (by default ``grad(f)``)."""
+    who = who or f"grad({fun_name(f)})"
+    nums_for = Argnums(argnums)
+
+    def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
+        call = Traced_call(f, args, kwargs, nums_for(len(args), who), persistent=False, who=who)
+        out, aux = _split_aux(call.out, has_aux, who) if has_aux else (call.out, None)
+        _check_scalar(out, who, holomorphic)
+        seeds: dict[int, Any] = {}
+        node = call.node_of(out)
+        if node is not None:
+            seeds[node.index] = seed_ones(out._value)
+        grads = call.backward(seeds, retain=False)
+        g = tuple(grads) if nums_for.many else grads[0]
+        if not with_value:
+            return (g, aux) if has_aux else g
+        val = call.out_value(out)
+        return ((val, aux), g) if has_aux else (val, g)
+
+    return value_and_grad_f
 
 
 def value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
@@ -39,25 +64,9 @@ def value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
         >>> tg.value_and_grad(lambda x: tnp.sum(x ** 2))(np.array([1.0, 2.0]))
         (np.float64(5.0), array([2., 4.]))
     """
-    name = fun_name(f)
-
-    def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
-        who = f"grad({name})"
-        nums = norm_argnums(argnums, len(args), who)
-        call = Traced_call(f, args, kwargs, nums, persistent=False, who=who)
-        out, aux = _split_aux(call.out, has_aux, who)
-        _check_scalar(out, who, holomorphic)
-        seeds: dict[int, Any] = {}
-        node = call.node_of(out)
-        if node is not None:
-            seeds[node.index] = ones_seed(out._value)
-        grads = call.backward(seeds, retain=False)
-        g = tuple(grads) if isinstance(argnums, (tuple, list)) else grads[0]
-        val = call.out_value(out)
-        return ((val, aux), g) if has_aux else (val, g)
-
-    value_and_grad_f.__name__ = f"value_and_grad({name})"
-    return value_and_grad_f
+    vg = _value_and_grad(f, argnums, has_aux, holomorphic, with_value=True)
+    vg.__name__ = f"value_and_grad({fun_name(f)})"
+    return vg
 
 
 def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
@@ -72,12 +81,7 @@ def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
         >>> tg.grad(tg.grad(tnp.sin))(0.5)        # -sin(0.5)
         np.float64(-0.479425538604203)
     """
-    vg = value_and_grad(f, argnums, has_aux, holomorphic)
-
-    def grad_f(*args: Any, **kwargs: Any) -> Any:
-        (_, aux), g = vg(*args, **kwargs) if has_aux else ((None, None), vg(*args, **kwargs)[1])
-        return (g, aux) if has_aux else g
-
+    grad_f = _value_and_grad(f, argnums, has_aux, holomorphic, with_value=False)
     grad_f.__name__ = f"grad({fun_name(f)})"
     return grad_f
 
@@ -177,18 +181,18 @@ def elementwise_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) 
         array([1.        , 0.41997434])
     """
     name = fun_name(f)
+    who = f"elementwise_grad({name})"
+    nums_for = Argnums(argnums)
 
     def egrad(*args: Any, **kwargs: Any) -> Any:
-        who = f"elementwise_grad({name})"
-        nums = norm_argnums(argnums, len(args), who)
-        call = Traced_call(f, args, kwargs, nums, persistent=False, who=who)
+        call = Traced_call(f, args, kwargs, nums_for(len(args), who), persistent=False, who=who)
         seeds: dict[int, Any] = {}
         for leaf in tree_flatten(call.out)[0]:
             node = call.node_of(leaf)
             if node is not None:
-                add_seed(seeds, node.index, ones_seed(leaf._value))
+                add_seed(seeds, node.index, seed_ones(leaf._value))
         grads = call.backward(seeds, retain=False)
-        return tuple(grads) if isinstance(argnums, (tuple, list)) else grads[0]
+        return tuple(grads) if nums_for.many else grads[0]
 
     egrad.__name__ = f"elementwise_grad({name})"
     return egrad
