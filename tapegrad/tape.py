@@ -494,10 +494,19 @@ def _walk_entries(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
                   hooks: dict[int, list[Callable[[Any], Any]]] | None) -> dict[int, Any]:
     pop = ct.pop
     owned: set[int] = set()  # cotangent buffers this walk allocated: safe to add into
+    # A one-parent entry hands its parent's first contribution straight to the
+    # next entry when that parent is it (a chain): no round trip through ``ct``.
+    carried, cg = 0, None  # (node indices start at 1: 0 is "nothing carried")
     for e in entries:
-        g = pop(e.index, None)
-        if g is None:
-            continue
+        if e.index == carried:
+            g, carried, cg = cg, 0, None
+        else:
+            if carried:  # the next entry is another branch: park the carry
+                ct[carried] = cg
+                carried, cg = 0, None
+            g = pop(e.index, None)
+            if g is None:
+                continue
         vjps = e.vjps
         if vjps is None:
             if e.prim is None:
@@ -517,7 +526,7 @@ def _walk_entries(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
             if i in ct:
                 _accumulate(ct, owned, i, c)
             else:
-                ct[i] = c
+                carried, cg = i, c
         else:
             for p, vjp in zip(parents, vjps):
                 c = vjp(g)
@@ -531,6 +540,8 @@ def _walk_entries(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
             del vjp  # the loop variable must not keep the last rule's residuals alive
         if not retain:
             e.vjps = vjps = None
+    if carried:
+        ct[carried] = cg
     return ct
 
 
