@@ -28,7 +28,6 @@ from tapegrad.transforms._util import (
     finish,
     fun_name,
     rewrap,
-    tree_map_leaves,
     unwrap,
 )
 
@@ -156,11 +155,11 @@ def _as_dtype(t: Any, dtype: Any) -> Any:
 
 def _trace_forward(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                    inputs: list[tuple[int, list[Any], Any, list[Any]]], batch: tuple[int, ...],
-                   who: str) -> tuple[ForwardTape, Any, Any]:
+                   who: str) -> tuple[ForwardTape, Any]:
     """Run ``f`` on a forward trace: ``inputs`` gives, per differentiated
     argument, ``(argnum, leaves, treedef, tangent leaves)`` (``leaves`` are
-    the argument's, flattened). Returns the tape, the output as ``f`` gave
-    it, and the output with its array wrappers taken off."""
+    the argument's, flattened). Returns the tape and the output as ``f``
+    gave it (leaves in their array wrappers, if any)."""
     for i, leaves, _, _ in inputs:
         check_inexact_leaves(leaves, who, i)
     args_l = list(args)
@@ -170,8 +169,7 @@ def _trace_forward(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
             traced = [watch(_as_array(unwrap(x)), t) for x, t in zip(leaves, ts)]
             args_l[i] = tree_unflatten(tdef, [rewrap(x, t) for x, t in zip(leaves, traced)])
         wrapped_out = f(*args_l, **kwargs) if kwargs else f(*args_l)
-    return ftape, wrapped_out, (wrapped_out if type(wrapped_out) in PLAIN
-                                else tree_map_leaves(unwrap, wrapped_out))
+    return ftape, wrapped_out
 
 
 def _primal_and_tangent(ftape: ForwardTape, x: Any, like: Any) -> tuple[Any, Any]:
@@ -199,14 +197,13 @@ def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ..
     return _outputs(*_trace_forward(f, tuple(primals), {}, inputs, (), who))
 
 
-def _outputs(ftape: ForwardTape, wrapped: Any, out: Any) -> tuple[Any, Any]:
+def _outputs(ftape: ForwardTape, wrapped: Any) -> tuple[Any, Any]:
     """The primal and the tangent output pytrees of a forward trace (as
     :func:`_trace_forward` returns it), in the output's wrapper types."""
     if type(wrapped) in PLAIN:  # one plain leaf
-        return _primal_and_tangent(ftape, out, wrapped)
-    leaves, tdef = tree_flatten(out)
-    like = tree_flatten(wrapped)[0]
-    pairs = [_primal_and_tangent(ftape, x, lk) for x, lk in zip(leaves, like)]
+        return _primal_and_tangent(ftape, wrapped, wrapped)
+    like, tdef = tree_flatten(wrapped)
+    pairs = [_primal_and_tangent(ftape, unwrap(lk), lk) for lk in like]
     return tree_unflatten(tdef, [p for p, _ in pairs]), tree_unflatten(tdef, [t for _, t in pairs])
 
 
@@ -268,11 +265,12 @@ def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
         for i, (leaves, tdef) in zip(nums, in_leaves):
             inputs.append((i, leaves, tdef, basis[k:k + len(leaves)]))
             k += len(leaves)
-        ftape, wrapped, out = _trace_forward(f, args, kwargs, inputs, (n,), who)
-        leaves, tdef = tree_flatten(out)
+        ftape, wrapped = _trace_forward(f, args, kwargs, inputs, (n,), who)
+        like, tdef = tree_flatten(wrapped)
         shapes = [np.shape(value(unwrap(x))) for x in flat]
         results = []
-        for x, lk in zip(leaves, tree_flatten(wrapped)[0]):
+        for lk in like:
+            x = unwrap(lk)
             _, t = _primal_and_tangent(ftape, x, None)
             blocks = _jacobian_blocks(t, shapes, tuple(np.shape(value(x)))[:], True)
             blocks = [rewrap(lk, finish(b, None)) for b in blocks]

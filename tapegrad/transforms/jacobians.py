@@ -107,8 +107,9 @@ def hvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ..
     n = len(primals)
     # one forward trace around one reverse trace (no jvp-of-grad wrappers)
     vg = _value_and_grad(f, tuple(range(n)), False, False, with_value=True, who=who)
-    (val, _), (_, hv) = _outputs(*_trace_forward(vg, tuple(primals), {}, inputs, (), who))
-    return val, (hv[0] if n == 1 else hv)
+    ftape, (val, grads) = _trace_forward(vg, tuple(primals), {}, inputs, (), who)
+    hv = tuple([_outputs(ftape, g)[1] for g in grads])  # the gradient's tangents
+    return _outputs(ftape, val)[0], (hv[0] if n == 1 else hv)
 
 
 __all__ = ["hessian", "hvp", "jacobian", "jacrev", "norm_argnums"]
