@@ -12,16 +12,66 @@ walk (:func:`tapegrad.tape.backprop`) seeded at the root.
 from __future__ import annotations
 
 import functools
+import operator
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from tapegrad.tape import GraphTape, backprop, next_index, reachable
+from tapegrad.tape import GraphTape, backprop, gc_paused, next_index
+from tapegrad.tape import Node as CoreNode
 from tapegrad.tracer import Traced
 
-GT = GraphTape()  # the facade's one tape: level 0, recording while grad mode is on
+
+class FNode(CoreNode):
+    """An entry of the facade tape: a tape node plus what its ``grad_fn`` view needs.
+
+    - ``fn``: the view (a :class:`Node`), ``(view, output_nr)`` for one output
+      of a multi-output op, a PyTorch node name (the view is built from
+      ``ins`` and ``lay`` when first asked for: most never are), or None
+      (an entry inside a composite op: :func:`core_view` names it).
+    - ``ins``: the op's input tensors in PyTorch's edge order (None for a
+      scalar); ``lay``: for each, the index of its parent node (None: no edge);
+      ``vers``: their versions when the op ran (None: all 0). With ``fn`` a
+      name, these are what :func:`check_versions` reads.
+    - ``v``: the version counter of the tensor this entry made (a fast op's
+      result uses its entry as its ``_vc``: no counter object per tensor).
+    """
+
+    __slots__ = ("fn", "ins", "lay", "vers", "v")
+
+    def __init__(self, index: int, shape: tuple[int, ...], dtype: Any, prim: Any,
+                 parents: tuple[CoreNode, ...], vjps: Any, fn: Any = None, ins: Any = None,
+                 lay: Any = None, vers: Any = None) -> None:
+        self.index = index
+        self.shape = shape
+        self.dtype = dtype
+        self.prim = prim
+        self.parents = parents
+        self.vjps = vjps
+        self.fn = fn
+        self.ins = ins
+        self.lay = lay
+        self.vers = vers
+        self.v = 0
+
+
+class FacadeTape(GraphTape):
+    """The facade's tape: a :class:`GraphTape` whose entries are :class:`FNode`."""
+
+    def record(self, prim: Any, ans: Any, args: Any, raw: Any, kwargs: Any, argnums: Any) -> Traced:
+        """An entry whose rules close over the *traced* arguments and output
+        (not their values), so a replay can itself be recorded."""
+        out = Traced(ans, self, None)
+        table = prim.vjps
+        parents = tuple([args[i]._node for i in argnums])
+        vjps = tuple([(table.get(i) or prim.vjp_maker(i))(out, *args, **kwargs) for i in argnums])
+        out._node = FNode(next_index(), ans.shape, ans.dtype, prim, parents, vjps)
+        return out
+
+
+GT = FacadeTape()  # the facade's one tape: level 0, recording while grad mode is on
 
 # --- grad mode ------------------------------------------------------------------------------
 
@@ -184,6 +234,8 @@ class Node:
 def _edge_node(t: Any) -> Any:
     if t is None or isinstance(t, Node):
         return t
+    if isinstance(t, CoreNode):  # an entry whose view is made when first asked for
+        return view_of(t)
     return t._accumulate_grad()  # a leaf tensor
 
 
@@ -233,6 +285,44 @@ def core_name(prim: Any) -> str:
 _core_views: weakref.WeakKeyDictionary[Any, Node] = weakref.WeakKeyDictionary()
 
 
+def view_of(core: Any) -> Node:
+    """The ``grad_fn`` of the tensor that tape entry ``core`` made (built and
+    kept on the entry the first time it is asked for)."""
+    fn = core.fn if type(core) is FNode else None
+    if fn is None:
+        return core_view(core)
+    if type(fn) is str:
+        view: Any = object.__new__(node_class(fn))
+        parents = core.parents
+        view._edges = tuple([(None, 0) if j is None else edge_of(parents[j], x)
+                             for x, j in zip(core.ins, core.lay)])
+        view._core = core
+        view._saved = ()  # check_versions reads the entry's ins and vers
+        core.fn = view
+        return view
+    if type(fn) is tuple:
+        return fn[0]
+    return fn  # type: ignore[no-any-return]
+
+
+def edge_of(p: Any, x: Any = None) -> tuple[Any, int]:
+    """The ``next_functions`` edge to parent entry ``p``: its tensor's grad_fn
+    (with the output number), or what makes it when asked for: the entry
+    itself (its view) or, for a leaf, the leaf tensor (its ``AccumulateGrad``);
+    ``x`` is the input tensor the op saw, used for a leaf nobody registered."""
+    if p.prim is None:
+        t = leaf_tensor(p.index)
+        if t is None and x is not None and is_traced_on_gt(x._value) and x._value._node is p:
+            t = x
+        return (t, 0)
+    fn = p.fn if type(p) is FNode else None
+    if type(fn) is tuple:
+        return fn  # type: ignore[no-any-return]
+    if fn is None or type(fn) is str:
+        return (p, 0)  # the view is made when next_functions reads it
+    return (fn, 0)
+
+
 def core_view(core: Any) -> Node:
     """The ``grad_fn`` view of a tape entry no facade op made (cached per entry)."""
     node = _core_views.get(core)
@@ -280,25 +370,45 @@ def _closure_values(fns: Any) -> Iterator[Any]:
                 continue
 
 
-def check_versions(root: Node | None) -> None:
-    """Raise PyTorch's error when a tensor a node saved was modified in place
-    after it was saved (walks the ``grad_fn`` graph from ``root``)."""
-    if root is None:
-        return
-    stack = [root]
-    seen = {id(root)}
-    while stack:
-        node = stack.pop()
-        saved = node._saved
-        if saved and node._core is not None:
+def check_versions(order: list[Any]) -> None:
+    """Raise PyTorch's error when a tensor an entry of ``order`` saved (one
+    its rules close over) was modified in place after the entry was recorded."""
+    for core in order:
+        if type(core) is not FNode or not core.vjps:
+            continue
+        fn = core.fn
+        if core.ins is None:  # an op with an eagerly made view: it lists what it saved
+            saved = fn._saved if isinstance(fn, Node) else ()
             for i in range(0, len(saved), 3):
                 val, vc, ver = saved[i], saved[i + 1], saved[i + 2]
-                if vc.v != ver and any(c is val for c in _closure_values(node._core.vjps)):
+                if vc.v != ver and any(c is val for c in _closure_values(core.vjps)):
                     raise RuntimeError(version_message(val, vc.v, ver))
-        for t, _ in node._edges:
-            if isinstance(t, Node) and id(t) not in seen:
-                seen.add(id(t))
-                stack.append(t)
+            continue
+        vers = core.vers
+        for k, x in enumerate(core.ins):
+            if x is None:
+                continue
+            ver = vers[k] if vers else 0
+            if x._vc.v != ver:
+                j = core.lay[k]
+                val = _saved_value(core, core.parents[j] if j is not None else None, x._value)
+                if val is not None:
+                    raise RuntimeError(version_message(val, x._vc.v, ver))
+        if core.v:  # the result itself was modified in place
+            val = _saved_value(core, core, None)
+            if val is not None:
+                raise RuntimeError(version_message(val, core.v, 0))
+
+
+def _saved_value(core: Any, node: Any, plain: Any) -> Any:
+    """What ``core``'s rules saved of the value of tape node ``node`` (or of
+    the plain array ``plain``), or None when they saved nothing of it."""
+    for c in _closure_values(core.vjps):
+        if node is not None and type(c) is Traced and c._node is node:
+            return c
+        if node is None and c is plain:
+            return c
+    return None
 
 
 def version_message(val: Any, now: int, expected: int) -> str:
@@ -336,10 +446,9 @@ def run_backward(roots: list[Any], seeds: list[Any], retain_graph: bool, create_
         cores.append(node)
         i = node.index
         ct[i] = ct[i] + s if i in ct else s
-    order = list(reachable(cores))
+    order = _reachable(cores)
     if order and _last_bump[0] > order[-1].index:  # an in-place op since this graph was made
-        for r in roots:
-            check_versions(r._grad_fn)
+        check_versions(order)
     hooks: dict[int, list[Callable[[Any], Any]]] | None = None
     if tensor_hooks:
         hooks = {n.index: fns for n, fns in tensor_hooks.items() if n.prim is not None}
@@ -354,12 +463,35 @@ def run_backward(roots: list[Any], seeds: list[Any], retain_graph: bool, create_
     prev = GT.active
     GT.active = create_graph
     try:
-        out = backprop(order, ct, retain_graph, hooks)
+        with gc_paused:
+            out = backprop(order, ct, retain_graph, hooks)
     finally:
         GT.active = prev
     for i, g in captured.items():
         out[-i] = g
     return out
+
+
+def _reachable(roots: list[Any]) -> list[Any]:
+    """The entries reachable from ``roots``, by descending index (PyTorch's
+    sequence-number order): one pass collecting them, then one sort, which
+    costs less per entry than keeping a heap."""
+    stack = [n for n in roots if n.prim is not None]
+    seen = set(stack)
+    found: list[Any] = []
+    pop, push, add, keep = stack.pop, stack.append, seen.add, found.append
+    while stack:
+        node = pop()
+        keep(node)
+        for p in node.parents:
+            if p.prim is not None and p not in seen:
+                add(p)
+                push(p)
+    found.sort(key=_index, reverse=True)
+    return found
+
+
+_index = operator.attrgetter("index")
 
 
 def _capturer(store: dict[int, Any], i: int) -> Callable[[Any], Any]:

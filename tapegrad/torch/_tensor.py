@@ -20,19 +20,22 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad.numpy import wrap as _w
+from tapegrad.tape import next_index
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _format
 from tapegrad.torch import _prims as P
 from tapegrad.torch._graph import (
     GT,
     AccumulateGrad,
+    FNode,
     VersionCounter,
     bump,
-    core_view,
+    edge_of,
     leaf_tensor,
     node_class,
     register_leaf,
     tensor_hooks,
+    view_of,
 )
 from tapegrad.tracer import Traced, value
 
@@ -56,7 +59,6 @@ def _new(v: Any, cls: type | None = None) -> Tensor:
     t: Tensor = object.__new__(cls or Tensor)
     t._value = v
     t._grad_fn = None
-    t._nr = 0
     t._vc = VersionCounter()
     return t
 
@@ -71,7 +73,7 @@ def _edge(x: Any) -> tuple[Any, int]:
         if n.prim is None:
             t = leaf_tensor(n.index)
             return (x if t is None else t, 0)
-        return (core_view(n), 0)
+        return edge_of(n)
     return (None, 0)
 
 
@@ -127,12 +129,96 @@ def _result(r: Any, name: str, ins: Sequence[Any]) -> Tensor:
             if isinstance(pv, _generic):
                 r._value = np.asarray(pv)
             t = _new(r)
-            t._grad_fn = _node(name, ins, r._node, r, t._vc)
+            t._grad_fn = fn = _node(name, ins, r._node, r, t._vc)
+            core = r._node
+            if type(core) is FNode and core.fn is None:
+                core.fn = fn
             return t
         return _new(r)
     if tr is not ndarray and isinstance(r, (_generic, builtins.bool, builtins.int, builtins.float, complex)):
         r = np.asarray(r)
     return _new(r)
+
+
+_LAY1: tuple[int | None, ...] = (0, None)  # the parent of each input of a fast op (None: no edge)
+_LAY2: tuple[int | None, ...] = (0, 1)
+_LAY_B: tuple[int | None, ...] = (None, 0)
+
+
+def _rec1(prim: Any, v: Any, name: str, x: Tensor) -> Tensor | None:
+    """The fast path of a one-input op: ``prim`` applied to ``v``, tensor
+    ``x``'s value, recorded on the facade tape the way its ``record`` does it
+    (rules close over the traced input and output), with no dispatch. None
+    when it does not apply (``v`` is not recorded on the facade tape alone,
+    or grad mode is off): the caller then takes the general path."""
+    if type(v) is not Traced or v._tape is not GT:
+        return None
+    a = v._value
+    if type(a) is Traced or not GT.active:
+        return None
+    ans = prim.fun(a)
+    if type(ans) is not ndarray and isinstance(ans, _generic):
+        ans = np.asarray(ans)
+    out = Traced(ans, GT, None)
+    ver = x._vc.v
+    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, (v._node,),
+                             ((prim.vjps.get(0) or prim.vjp_maker(0))(out, v),),
+                             name, (x,), _LAY1, (ver,) if ver else None)
+    t: Tensor = object.__new__(Tensor)
+    t._value = out
+    t._grad_fn = None
+    t._vc = node
+    return t
+
+
+def _rec2(prim: Any, a: Any, b: Any, name: str, ins: Sequence[Any]) -> Tensor | None:
+    """``_rec1`` for a two-input op on values ``a`` and ``b`` (traced on the
+    facade tape, plain arrays or Python scalars); ``ins`` are the grad_fn's inputs."""
+    ta = type(a) is Traced
+    tb = type(b) is Traced
+    if ta:
+        if a._tape is not GT:
+            return None
+        x = a._value
+        if type(x) is Traced:
+            return None
+    else:
+        x = a
+    if tb:
+        if b._tape is not GT:
+            return None
+        y = b._value
+        if type(y) is Traced:
+            return None
+    else:
+        y = b
+    if not GT.active or not (ta or tb):
+        return None
+    ans = prim.fun(x, y)
+    if type(ans) is not ndarray and isinstance(ans, _generic):
+        ans = np.asarray(ans)
+    out = Traced(ans, GT, None)
+    table = prim.vjps
+    if ta and tb:
+        parents: tuple[Any, ...] = (a._node, b._node)
+        vjps: tuple[Any, ...] = ((table.get(0) or prim.vjp_maker(0))(out, a, b),
+                                 (table.get(1) or prim.vjp_maker(1))(out, a, b))
+        lay = _LAY2
+    elif ta:
+        parents, vjps = (a._node,), ((table.get(0) or prim.vjp_maker(0))(out, a, b),)
+        lay = _LAY1
+    else:
+        parents, vjps = (b._node,), ((table.get(1) or prim.vjp_maker(1))(out, a, b),)
+        lay = _LAY_B
+    vers = None
+    if ins[0]._vc.v or (ins[1] is not None and ins[1]._vc.v):
+        vers = tuple([0 if i is None else i._vc.v for i in ins])
+    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, parents, vjps, name, ins, lay, vers)
+    t: Tensor = object.__new__(Tensor)
+    t._value = out
+    t._grad_fn = None
+    t._vc = node
+    return t
 
 
 def _multi(rs: Sequence[Any], name: str, ins: Sequence[Any]) -> tuple[Tensor, ...]:
@@ -145,6 +231,7 @@ def _multi(rs: Sequence[Any], name: str, ins: Sequence[Any]) -> tuple[Tensor, ..
             if o._grad_fn is not None:
                 o._grad_fn = node
                 o._nr = i
+                o._value._node.fn = (node, i)
     return tuple(outs)
 
 
@@ -334,11 +421,11 @@ class Tensor:
     ``torch.Tensor(data)`` also works (float32, as in PyTorch).
     """
 
-    __slots__ = ("_value", "_grad_fn", "_nr", "_vc", "__dict__", "__weakref__")
+    __slots__ = ("_value", "_grad_fn", "_vc", "__dict__", "__weakref__")
     _value: Any
     _grad_fn: Any
-    _nr: builtins.int
-    _vc: VersionCounter
+    _vc: Any  # a VersionCounter, or the FNode of the op that made the tensor (it counts too)
+    _nr: builtins.int = 0  # which output of its grad_fn (set only by multi-output ops)
     __array_priority__ = 1000.0
     __array_ufunc__ = None
     _grad: Any = None
@@ -403,7 +490,7 @@ class Tensor:
         if fn is None:
             v = self._value
             if type(v) is Traced and v._tape is GT and v._node.prim is not None:
-                fn = core_view(v._node)
+                fn = view_of(v._node)
         return fn
 
     @property
@@ -801,33 +888,37 @@ class Tensor:
         return t
 
     # --- arithmetic ----------------------------------------------------------------------------------
-    def __add__(self, other: Any) -> Tensor:
-        a, b, o = _operands(self, other)
-        return _result(_w.add(a, b), "AddBackward0", (self, o))
+    def _arith(self, other: Any, fn: Any, name: str, div: builtins.bool = False) -> Tensor:
+        """``fn(self, other)`` with PyTorch's promotion, named ``name``."""
+        if type(other) is builtins.float:  # a float tensor times a float: nothing to promote
+            t = _rec2(fn.primitive, self._value, other, name, (self, None))
+            if t is not None:
+                return t
+        a, b, o = _operands(self, other, div)
+        t = _rec2(fn.primitive, a, b, name, (self, o))
+        if t is not None:
+            return t
+        return _result(fn(a, b), name, (self, o))
 
-    def __radd__(self, other: Any) -> Tensor:
-        a, b, o = _operands(self, other)
-        return _result(_w.add(a, b), "AddBackward0", (self, o))
+    def __add__(self, other: Any) -> Tensor:
+        return self._arith(other, _w.add, "AddBackward0")
+
+    __radd__ = __add__
 
     def __sub__(self, other: Any) -> Tensor:
-        a, b, o = _operands(self, other)
-        return _result(_w.subtract(a, b), "SubBackward0", (self, o))
+        return self._arith(other, _w.subtract, "SubBackward0")
 
     def __rsub__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
         return _result(_w.subtract(b, a), "RsubBackward1", (self,))
 
     def __mul__(self, other: Any) -> Tensor:
-        a, b, o = _operands(self, other)
-        return _result(_w.multiply(a, b), "MulBackward0", (self, o))
+        return self._arith(other, _w.multiply, "MulBackward0")
 
-    def __rmul__(self, other: Any) -> Tensor:
-        a, b, o = _operands(self, other)
-        return _result(_w.multiply(a, b), "MulBackward0", (self, o))
+    __rmul__ = __mul__
 
     def __truediv__(self, other: Any) -> Tensor:
-        a, b, o = _operands(self, other, div=True)
-        return _result(_w.divide(a, b), "DivBackward0", (self, o))
+        return self._arith(other, _w.divide, "DivBackward0", div=True)
 
     def __rtruediv__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other, div=True)
@@ -1045,6 +1136,11 @@ class Tensor:
 
     def _unary(self, fn: Any, name: str) -> Tensor:
         a = self._value
+        prim = getattr(fn, "primitive", None)
+        if prim is not None:
+            t = _rec1(prim, a, name, self)
+            if t is not None:
+                return t
         if a.dtype.kind in "biu":
             a = _cast(a, _default_float())
         return _result(fn(a), name, (self,))
@@ -1542,6 +1638,8 @@ class Tensor:
                 node = _node(name, (self,) + others, new._node, new, self._vc, self._vc.v + 1)
                 node._saved = node._saved[3:]  # its own input is not the tensor any more
                 self._grad_fn = node
+                if type(new._node) is FNode:
+                    new._node.fn = node
             else:
                 self._grad_fn = None
             self._value = new

@@ -14,9 +14,8 @@ from typing import Any
 import numpy as np
 
 from tapegrad.primitive import Primitive
-from tapegrad.tape import Node as CoreNode
 from tapegrad.tape import next_index
-from tapegrad.torch._graph import GT, Node, version_message
+from tapegrad.torch._graph import GT, FNode, Node, version_message
 from tapegrad.torch._tensor import Tensor, _edge, _new, _v
 from tapegrad.tracer import Traced, value
 
@@ -155,8 +154,8 @@ class Function(metaclass=_FunctionMeta):
                 return vjp
 
             arr = value(o._value)
-            core = CoreNode(next_index(), arr.shape, arr.dtype, cls._primitive, parents,
-                            tuple(make(i) for i, _ in diff))
+            core = FNode(next_index(), arr.shape, arr.dtype, cls._primitive, parents,
+                         tuple(make(i) for i, _ in diff), (node, k))
             t = _new(Traced(arr, GT, core))
             t._grad_fn = node
             t._nr = k
