@@ -110,9 +110,13 @@ class Traced_call:
         with Tape(persistent=persistent) as tape:
             watch = tape._watch_leaf
             for i, leaves, tdef in flat:
-                watched = [watch(unwrap(x)) for x in leaves]
-                self.inputs.append((i, tdef, [t._node for t in watched], leaves))
-                args_l[i] = tree_unflatten(tdef, [rewrap(x, t) for x, t in zip(leaves, watched)])
+                nodes, boxed = [], []
+                for x in leaves:
+                    t = watch(unwrap(x))
+                    nodes.append(t._node)
+                    boxed.append(rewrap(x, t))
+                self.inputs.append((i, tdef, nodes, leaves))
+                args_l[i] = tree_unflatten(tdef, boxed)
             self.wrapped_out = out = f(*args_l, **kwargs) if kwargs else f(*args_l)
             self.out = out if type(out) in PLAIN else tree_map_leaves(unwrap, out)
         self.tape = tape
