@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tapegrad.primitive import defvjp, primitive
+from tapegrad.primitive import broadcast_to, defvjp, primitive, sum_to
 from tapegrad.tape import Node, Tape, backprop, reachable
 from tapegrad.tracer import Traced, value
 
@@ -137,6 +137,59 @@ def test_broadcast_cotangent_is_summed_back_by_the_engine() -> None:
         y = mul(x, np.ones((3, 2)))  # the rule returns a (3, 2) cotangent
     g = tape.gradient(y, x)
     np.testing.assert_allclose(g, [3.0, 3.0])
+
+
+@pytest.mark.parametrize("shape, target, nbatch", [
+    ((5, 3), (3,), 0),            # leading axes of a float array: the GEMV path
+    ((2, 4, 3), (3,), 0),
+    ((5, 3), (1, 3), 0),          # a kept size-1 axis
+    ((5, 3), (5, 1), 0),
+    ((4, 5, 3), (3,), 1),         # leading batch axis kept
+    ((0, 3), (3,), 0),            # empty
+    ((5, 3), (), 0),              # to a scalar
+])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+def test_sum_to_matches_numpy(shape, target, nbatch, dtype) -> None:  # noqa: ANN001
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(dtype)
+    lead = x.ndim - nbatch - len(target)
+    axes = tuple(range(nbatch, nbatch + lead)) + tuple(
+        nbatch + lead + i for i, n in enumerate(target) if n == 1 and shape[nbatch + lead + i] != 1)
+    want = x.sum(axis=axes, keepdims=True).reshape(shape[:nbatch] + target)
+    for arr in (x, np.asfortranarray(x)):  # contiguous and not
+        got = sum_to(arr, target, nbatch)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("shape, target", [
+    ((3, 1), (3, 4)), ((), (2, 3)), ((4,), (2, 3, 4)), ((2, 1, 3), (2, 5, 3)), ((1,), (0,)),
+])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex64, np.int64, bool])
+def test_broadcast_to_is_a_read_only_view(shape, target, dtype) -> None:  # noqa: ANN001
+    x = np.arange(int(np.prod(shape))).reshape(shape).astype(dtype)
+    got = broadcast_to(x, target)
+    assert got.shape == target and got.dtype == x.dtype and not got.flags.writeable
+    np.testing.assert_array_equal(got, np.broadcast_to(x, target))
+    assert np.shares_memory(got, x) or got.size == 0
+    with pytest.raises(ValueError):
+        broadcast_to(np.ones((2, 3)), (4, 3, 2))
+
+
+def test_branches_between_chain_links_accumulate() -> None:
+    # links hand their cotangent straight to the next entry; a branch recorded
+    # in between must still receive and return its share
+    x = np.array([0.4, -0.7])
+
+    def f(t):  # noqa: ANN001, ANN202
+        a = sin(t)
+        b = mul(a, 2.0)       # b's parent is the previous entry (a carried link)
+        c = cos(t)            # a branch recorded between
+        d = mul(b, a)         # a used twice
+        return add(mul(d, 3.0), c)
+
+    want = 3 * 2 * 2 * np.sin(x) * np.cos(x) - np.sin(x)
+    np.testing.assert_allclose(_grad(f, x), want)
 
 
 def test_cotangent_cast_to_input_dtype() -> None:
