@@ -15,10 +15,10 @@ from tapegrad.torch.optim.optimizer import (
     _use_grad,
     buffer,
     check_unsupported,
-    grad_array,
     new_state,
     updated,
 )
+from tapegrad.tracer import value
 
 __all__ = ["Adam"]
 
@@ -74,60 +74,63 @@ class Adam(Optimizer):
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient; returns ``closure()``'s loss."""
         loss = self._closure(closure)
+        states = self.state
         for group in self.param_groups:
             lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
             weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
-            for p in self._params_with_grad(group):
+            maximize, decoupled = group["maximize"], group["decoupled_weight_decay"]
+            for p in group["params"]:
+                gt = p._grad
+                if gt is None:
+                    continue
                 w = buffer(p)
-                g = grad_array(p)
+                g = value(gt._value)
                 xp = array_module(w)
-                state = self.state[p]
+                state = states[p]
                 if not state:
                     state["step"] = _new(np.zeros((), np.float32))
                     state["exp_avg"] = new_state(w)
                     state["exp_avg_sq"] = new_state(w)
                     if amsgrad:
                         state["max_exp_avg_sq"] = new_state(w)
-                step_arr = state["step"]._value
+                step_t, m_t, v_t = state["step"], state["exp_avg"], state["exp_avg_sq"]
+                step_arr = step_t._value
                 step_arr += 1
                 step = float(step_arr)
-                if group["maximize"]:
+                if maximize:
                     g = -g
                 if weight_decay != 0:
-                    if group["decoupled_weight_decay"]:
+                    if decoupled:
                         w *= 1 - lr * weight_decay
                     else:
                         g = g + weight_decay * w
-                m, v = buffer(state["exp_avg"]), buffer(state["exp_avg_sq"])
+                m, v = buffer(m_t), buffer(v_t)
                 # m.lerp_(g, 1 - beta1), with PyTorch's two formulas
                 wt = 1 - beta1
+                d = g - m
                 if wt < 0.5:
-                    d = g - m
                     d *= wt
                     m += d
                 else:
-                    d = g - m
                     d *= 1 - wt
                     xp.subtract(g, d, out=m)
                 # v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
                 v *= beta2
-                d = (1 - beta2) * g
+                d = xp.multiply(g, 1 - beta2, out=d)
                 d *= g
                 v += d
-                bias_correction1 = 1 - beta1**step
-                bias_correction2 = 1 - beta2**step
-                step_size = lr / bias_correction1
+                step_size = lr / (1 - beta1**step)
                 if amsgrad:
                     vmax = buffer(state["max_exp_avg_sq"])
                     xp.maximum(vmax, v, out=vmax)
                     denom = xp.sqrt(vmax)
                 else:
                     denom = xp.sqrt(v)
-                denom /= bias_correction2**0.5
+                denom /= (1 - beta2**step) ** 0.5
                 denom += eps
                 # p.addcdiv_(m, denom, value=-step_size)
-                d = -step_size * m
+                d = xp.multiply(m, -step_size, out=d)
                 d /= denom
                 w += d
-                updated(p, state["exp_avg"], state["exp_avg_sq"], state["step"])
+                updated(p, m_t, v_t, step_t)
         return loss
