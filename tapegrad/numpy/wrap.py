@@ -74,7 +74,13 @@ clip = primitive(np.clip)
 where3 = primitive(np.where, "where")
 
 # --- reductions and scans --------------------------------------------------------------
-sum = primitive(np.sum)  # noqa: A001
+def _sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+    if type(a) is np.ndarray:  # what np.sum calls, without its Python-level wrapper
+        return np.add.reduce(a, axis, dtype, out, keepdims, **kw)
+    return array_module(a).sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kw)
+
+
+sum = primitive(_sum, "sum")  # noqa: A001
 prod = primitive(np.prod)
 amax = primitive(np.amax, "max")
 amin = primitive(np.amin, "min")
@@ -84,9 +90,14 @@ cumprod = primitive(np.cumprod)
 
 def _logsumexp(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
     xp = array_module(a)
-    m = xp.max(a, axis=axis, keepdims=True) if a.size else xp.zeros((1,) * a.ndim, a.dtype)
-    m = xp.where(xp.isfinite(m), m, 0)
-    out = xp.log(xp.sum(xp.exp(a - m), axis=axis, keepdims=True)) + m
+    if xp is np and a.size:  # the ufuncs' own reductions: fromnumeric's wrappers cost as much
+        m = np.maximum.reduce(a, axis, None, None, True)
+        m = np.where(np.isfinite(m), m, 0)
+        out = np.log(np.add.reduce(np.exp(a - m), axis, None, None, True)) + m
+    else:
+        m = xp.max(a, axis=axis, keepdims=True) if a.size else xp.zeros((1,) * a.ndim, a.dtype)
+        m = xp.where(xp.isfinite(m), m, 0)
+        out = xp.log(xp.sum(xp.exp(a - m), axis=axis, keepdims=True)) + m
     return out if keepdims else xp.squeeze(out, axis=axis)
 
 
