@@ -119,15 +119,15 @@ def _check_tangents(who: str, primals: Any, tangents: Any) -> list[tuple[int, li
     for k, (p, t) in enumerate(zip(primals, tangents)):
         pl, pd = tree_flatten(p)
         tl, td = tree_flatten(t)
-        if pd != td:
+        if pd is not td and pd != td:
             raise TypeError(f"{who}: tangent {k} has structure {td}, but its primal has {pd}")
         leaves = []
         for a, b in zip(pl, tl):
-            bt = unwrap(b)
-            if type(a) is np.ndarray and type(bt) is np.ndarray and a.shape == bt.shape \
-                    and a.dtype == bt.dtype:
-                leaves.append(bt)  # the common case: nothing to check further, or convert
+            if type(a) is np.ndarray and type(b) is np.ndarray and a.shape == b.shape \
+                    and a.dtype == b.dtype:
+                leaves.append(b)  # the common case: nothing to check further, or convert
                 continue
+            bt = unwrap(b)
             av, bv = value(unwrap(a)), value(bt)
             sa, sb = np.shape(av), np.shape(bv)
             if sa != sb:
@@ -166,8 +166,8 @@ def _trace_forward(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
     with ForwardTape(batch) as ftape:
         watch = ftape.watch_with
         for i, leaves, tdef, ts in inputs:
-            traced = [watch(_as_array(unwrap(x)), t) for x, t in zip(leaves, ts)]
-            args_l[i] = tree_unflatten(tdef, [rewrap(x, t) for x, t in zip(leaves, traced)])
+            boxed = [rewrap(x, watch(_as_array(unwrap(x)), t)) for x, t in zip(leaves, ts)]
+            args_l[i] = tree_unflatten(tdef, boxed)
         wrapped_out = f(*args_l, **kwargs) if kwargs else f(*args_l)
     return ftape, wrapped_out
 
