@@ -298,7 +298,9 @@ def defvjp(prim_fn: Callable[..., Any], *makers: VjpMaker | None, argnums: Any =
 
     Each maker is ``(ans, *args, **kwargs) -> (g -> cotangent)``: the outer
     call runs when the op is recorded and decides what is kept; the inner one
-    runs in the backward pass. ``None`` means no gradient for that argument.
+    runs in the backward pass. ``None`` marks an argument as not differentiable:
+    a gradient that reaches it raises ``NotImplementedError`` naming the
+    primitive and the argument (it is never silently zero).
     ``g`` may carry extra leading batch axes (``g.shape == batch + ans.shape``);
     the returned cotangent carries the same leading axes and may be in the
     broadcast shape of ``ans``: the engine sums it back to the argument's shape
