@@ -223,3 +223,12 @@ def test_vjp_cotangent_of_wrong_shape_names_both_shapes() -> None:
 def test_grad_of_non_array_output() -> None:
     with pytest.raises(TypeError, match="scalar"):
         tg.grad(lambda x: [x])(1.0)
+
+
+def test_vjp_fn_takes_a_cotangent_in_an_array_wrapper() -> None:
+    import tapegrad.torch as torch
+
+    out, vjp_fn = tg.vjp(lambda t: t.sin(), torch.tensor([0.5, 1.0]))
+    (g,) = vjp_fn(torch.tensor([1.0, 2.0]))
+    assert isinstance(out, torch.Tensor) and isinstance(g, torch.Tensor)
+    np.testing.assert_allclose(g.numpy(), np.cos([0.5, 1.0]) * [1.0, 2.0], rtol=1e-6)

@@ -10,7 +10,7 @@ import numpy as np
 from tapegrad.pytree import tree_flatten, tree_map
 from tapegrad.tape import add_seed
 from tapegrad.tracer import Traced, value
-from tapegrad.transforms._util import Argnums, Traced_call, fun_name, seed_ones
+from tapegrad.transforms._util import Argnums, Traced_call, fun_name, seed_ones, unwrap
 
 
 def _split_aux(out: Any, has_aux: bool, who: str) -> tuple[Any, Any]:
@@ -138,6 +138,7 @@ class VJPFunction:
             )
         seeds: dict[int, Any] = {}
         for leaf, shape, node in zip(leaves, self._shapes, self._nodes):
+            leaf = unwrap(leaf)  # a cotangent may come in an array wrapper, as primals do
             got = np.shape(value(leaf))
             if got != batch + shape:
                 raise ValueError(
