@@ -402,6 +402,14 @@ def _describe(n: Node) -> str:
 
 
 def ones_seed(v: Any) -> Any:
+    """The seed of an output whose value is ``v``: ones of its shape and dtype
+    (a constant, whatever level ``v`` is traced on)."""
+    while type(v) is Traced:
+        v = v._value
+    if type(v) is np.ndarray or isinstance(v, np.generic):  # NumPy's, without np.ones' wrapper
+        out = np.empty(v.shape, v.dtype)
+        out.fill(1)
+        return out
     from tapegrad.backend import array_module
 
     return array_module(v).ones(v.shape, dtype=v.dtype)

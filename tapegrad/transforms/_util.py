@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad.pytree import ARRAY_LEAF_TYPES, tree_flatten, tree_unflatten
-from tapegrad.tape import Tape, backprop, gc_paused, ones_seed, zeros_for
+from tapegrad.tape import Tape, backprop, gc_paused, zeros_for
 from tapegrad.tracer import Traced
 
 # Arrays, scalars and traced values: pytree leaves and no array wrappers, so
@@ -158,16 +158,6 @@ class Traced_call:
                 gs.append(rewrap(p, finish(g, p)))
             results.append(tree_unflatten(tdef, gs))
         return results
-
-
-def seed_ones(v: Any) -> Any:
-    """The seed of an output whose value is ``v``: ones of its shape and dtype
-    (NumPy's, without asking which array module when ``v`` is NumPy's)."""
-    while type(v) is Traced:  # the seed is a constant
-        v = v._value
-    if type(v) is np.ndarray or isinstance(v, np.generic):
-        return np.ones(v.shape, v.dtype)
-    return ones_seed(v)
 
 
 def finish(g: Any, primal: Any) -> Any:

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from tapegrad.pytree import tree_flatten, tree_map
-from tapegrad.tape import add_seed
+from tapegrad.tape import add_seed, ones_seed
 from tapegrad.tracer import Traced, value
-from tapegrad.transforms._util import Argnums, Traced_call, fun_name, seed_ones, unwrap
+from tapegrad.transforms._util import Argnums, Traced_call, fun_name, unwrap
 
 
 def _split_aux(out: Any, has_aux: bool, who: str) -> tuple[Any, Any]:
@@ -39,7 +39,7 @@ def _value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...], has_a
         seeds: dict[int, Any] = {}
         node = call.node_of(out)
         if node is not None:
-            seeds[node.index] = seed_ones(out._value)
+            seeds[node.index] = ones_seed(out._value)
         grads = call.backward(seeds, retain=False)
         g = tuple(grads) if nums_for.many else grads[0]
         if not with_value:
@@ -191,7 +191,7 @@ def elementwise_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) 
         for leaf in tree_flatten(call.out)[0]:
             node = call.node_of(leaf)
             if node is not None:
-                add_seed(seeds, node.index, seed_ones(leaf._value))
+                add_seed(seeds, node.index, ones_seed(leaf._value))
         grads = call.backward(seeds, retain=False)
         return tuple(grads) if nums_for.many else grads[0]
 
