@@ -45,8 +45,11 @@ def _unreduce(g: Any, nd: int, kept: tuple[int, ...]) -> Any:
 
 def _bcast(g: Any, nd: int, kept: tuple[int, ...], shape: tuple[int, ...]) -> Any:
     """A reduction's cotangent broadcast back over the reduced axes: batch + ``shape``."""
-    lead = g.shape[: g.ndim - nd]
-    return w.broadcast_to(w.reshape_c(g, lead + kept), lead + shape)
+    nb = g.ndim - nd
+    lead = g.shape[:nb]
+    if nd != len(kept) and (nd or nb):  # put the reduced axes back as size 1 (not needed
+        g = w.reshape_c(g, lead + kept)  # with keepdims, nor for a full reduction's scalar)
+    return w.broadcast_to(g, lead + shape)
 
 
 def _kept(ans: Any, shape: tuple[int, ...], axis: Any) -> Any:
