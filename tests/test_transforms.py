@@ -118,6 +118,28 @@ def test_inputs_are_never_modified_and_results_are_writeable() -> None:
     np.testing.assert_array_equal(g2, [2.0, 2.0, 2.0])
 
 
+@pytest.mark.parametrize("f", [
+    lambda W, x: tnp.sum(tnp.tanh(x @ W.T)),       # the matmul rule: a W.T operand
+    lambda W, x: tnp.sum(tnp.tanh(W.T @ x[:3])),
+    lambda W, x: tnp.sum(W.T * x[:3, :2].T[:, :1]),  # elementwise on a transposed view
+], ids=["x@W.T", "W.T@x", "W.T*c"])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_gradients_have_the_primal_memory_layout(f, order) -> None:  # noqa: ANN001
+    # as PyTorch's do: an optimizer's update over mismatched layouts is far slower
+    rng = np.random.default_rng(0)
+    W = np.asarray(rng.standard_normal((3, 2)), order=order)
+    x = rng.standard_normal((4, 2))
+    g = tg.grad(f)(W, x)
+    assert g.flags.c_contiguous if order == "C" else g.flags.f_contiguous
+    eps = 1e-6
+    num = np.zeros_like(W)
+    for i in np.ndindex(W.shape):
+        d = np.zeros_like(W)
+        d[i] = eps
+        num[i] = (f(W + d, x) - f(W - d, x)) / (2 * eps)
+    np.testing.assert_allclose(g, num, rtol=1e-6, atol=1e-8)
+
+
 def test_vjp_fn_called_many_times() -> None:
     out, vjp_fn = tg.vjp(lambda x: tnp.sin(x), np.array([0.0, 1.0]))
     a = vjp_fn(np.ones(2))

@@ -376,7 +376,17 @@ def _vjp_matmul_a(ans: Any, a: Any, b: Any, **kw: Any) -> Vjp:
             return lambda g: w.matmul(g, w.transpose(b))
         return lambda g: w.matmul(d.expand_dims(g, -2), d.swapaxes(b, -1, -2))[..., 0, :]
     swap = _swap_last(b.ndim)
+    if _column_major(a):  # a (a transposed view) gets its cotangent as one too: (b g^T)^T
+        return lambda g: w.transpose(w.matmul(b, w.transpose(g))) if g.ndim == 2 else w.matmul(g, w.transpose(b, swap))
     return lambda g: w.matmul(g, w.transpose(b, swap))
+
+
+def _column_major(x: Any) -> bool:
+    """Is ``x`` a column-major matrix (typically ``W.T``)? Its cotangent is then
+    made column-major too, at no cost: its transpose is the row-major gradient
+    of ``W``, which the update that follows reads fastest."""
+    v = value(x)
+    return v.ndim == 2 and not v.flags.c_contiguous and v.flags.f_contiguous
 
 
 def _swap_last(nd: int) -> tuple[int, ...]:
@@ -394,6 +404,8 @@ def _vjp_matmul_b(ans: Any, a: Any, b: Any, **kw: Any) -> Vjp:
             return lambda g: w.matmul(g, a)
         return lambda g: w.matmul(d.expand_dims(g, -2), a)[..., 0, :]
     swap = _swap_last(a.ndim)
+    if _column_major(b):  # (g^T a)^T: see _column_major
+        return lambda g: w.transpose(w.matmul(w.transpose(g), a)) if g.ndim == 2 else w.matmul(w.transpose(a, swap), g)
     return lambda g: w.matmul(w.transpose(a, swap), g)
 
 

@@ -167,7 +167,16 @@ def finish(g: Any, primal: Any) -> Any:
     if isinstance(primal, (float, int, complex)) and not isinstance(primal, bool):
         return g[()] if getattr(g, "ndim", 0) == 0 and hasattr(g, "shape") else g
     if isinstance(g, np.ndarray):
-        return g if g.flags.writeable else g.copy()
+        if not g.flags.writeable:
+            return g.copy()
+        if g.ndim > 1 and type(primal) is np.ndarray:
+            # in the primal's memory layout, as PyTorch's gradients are: an
+            # optimizer's elementwise update over mismatched layouts is far slower
+            if primal.flags.c_contiguous and not g.flags.c_contiguous:
+                return np.ascontiguousarray(g)
+            if primal.flags.f_contiguous and not g.flags.f_contiguous:
+                return np.asfortranarray(g)
+        return g
     if isinstance(g, np.generic) and isinstance(primal, np.ndarray):
         return np.asarray(g)
     return g
