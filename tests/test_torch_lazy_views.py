@@ -85,3 +85,34 @@ def test_version_counters_of_fast_ops() -> None:
     with torch.no_grad():
         d.add_(1.0)
     assert (y._version, d._version) == (1, 1)
+
+
+def test_the_graph_keeps_only_what_rules_saved() -> None:
+    """An intermediate result no rule saved is freed with its last tensor
+    (the graph keeps its version counter, not its value), as in PyTorch."""
+    import gc
+    import weakref
+
+    from tapegrad.tracer import value
+
+    x = torch.ones(3, requires_grad=True)
+    for make in (lambda t: t * 2.0, lambda t: t.flip(0)):  # a fast op, an op with an eager view
+        h = make(x)
+        y = h * 3.0  # saves nothing of h
+        ref = weakref.ref(value(h._value))
+        del h
+        gc.collect()
+        assert ref() is None
+        y.sum().backward()
+    assert x.grad.tolist() == [9.0, 9.0, 9.0]
+
+    h = x.exp()
+    y = h.sin()  # saves h: it stays, and its in-place change is caught
+    ref = weakref.ref(value(h._value))
+    with torch.no_grad():
+        h.mul_(2.0)
+    del h
+    gc.collect()
+    assert ref() is not None
+    with pytest.raises(RuntimeError, match=VERSION_ERROR):
+        y.sum().backward()

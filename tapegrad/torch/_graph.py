@@ -21,7 +21,7 @@ import numpy as np
 
 from tapegrad.tape import GraphTape, backprop, gc_paused, next_index
 from tapegrad.tape import Node as CoreNode
-from tapegrad.tracer import Traced
+from tapegrad.tracer import Traced, value
 
 
 class FNode(CoreNode):
@@ -31,10 +31,13 @@ class FNode(CoreNode):
       of a multi-output op, a PyTorch node name (the view is built from
       ``ins`` and ``lay`` when first asked for: most never are), or None
       (an entry inside a composite op: :func:`core_view` names it).
-    - ``ins``: the op's input tensors in PyTorch's edge order (None for a
-      scalar); ``lay``: for each, the index of its parent node (None: no edge);
-      ``vers``: their versions when the op ran (None: all 0). With ``fn`` a
-      name, these are what :func:`check_versions` reads.
+    - ``ins``: the op's inputs in PyTorch's edge order, as the entry keeps
+      them (see :func:`held`): None for a scalar, the version counter of a
+      non-leaf tensor, the tensor itself otherwise; ``lay``: for each, the
+      index of its parent node (None: no edge; ``(name, j)``: an edge through
+      a one-input node named ``name`` that the op fused in, as ``nn.Linear``
+      fuses ``weight.t()``); ``vers``: their versions when the op ran (None:
+      all 0). With ``fn`` a name, these are what :func:`check_versions` reads.
     - ``v``: the version counter of the tensor this entry made (a fast op's
       result uses its entry as its ``_vc``: no counter object per tensor).
     """
@@ -294,7 +297,8 @@ def view_of(core: Any) -> Node:
     if type(fn) is str:
         view: Any = object.__new__(node_class(fn))
         parents = core.parents
-        view._edges = tuple([(None, 0) if j is None else edge_of(parents[j], x)
+        view._edges = tuple([(None, 0) if j is None else edge_of(parents[j], x) if type(j) is int
+                             else _fused_edge(j[0], edge_of(parents[j[1]], x))
                              for x, j in zip(core.ins, core.lay)])
         view._core = core
         view._saved = ()  # check_versions reads the entry's ins and vers
@@ -303,6 +307,28 @@ def view_of(core: Any) -> Node:
     if type(fn) is tuple:
         return fn[0]
     return fn  # type: ignore[no-any-return]
+
+
+def _fused_edge(name: str, edge: tuple[Any, int]) -> tuple[Any, int]:
+    """An edge to a one-input node ``name`` (with ``edge`` as its own) that an
+    op fused in: it exists only as a view, the entry's rules do its work."""
+    view: Any = object.__new__(node_class(name))
+    view._edges = (edge,)
+    view._core = None
+    view._saved = ()
+    return (view, 0)
+
+
+def held(x: Any) -> Any:
+    """What a graph entry keeps of its input tensor ``x``: for a non-leaf,
+    its version counter only (its value is kept by the rules that need it,
+    so an intermediate result is freed once nothing needs it any more);
+    else the tensor (a leaf: its ``AccumulateGrad`` shows it; a constant:
+    its value is matched against what the rules saved)."""
+    v = x._value
+    if type(v) is Traced and v._node.prim is not None:
+        return x._vc
+    return x
 
 
 def edge_of(p: Any, x: Any = None) -> tuple[Any, int]:
@@ -380,40 +406,51 @@ def check_versions(order: list[Any]) -> None:
         if core.ins is None:  # an op with an eagerly made view: it lists what it saved
             saved = fn._saved if isinstance(fn, Node) else ()
             for i in range(0, len(saved), 3):
-                val, vc, ver = saved[i], saved[i + 1], saved[i + 2]
-                if vc.v != ver and any(c is val for c in _closure_values(core.vjps)):
-                    raise RuntimeError(version_message(val, vc.v, ver))
+                key, vc, ver = saved[i], saved[i + 1], saved[i + 2]
+                if vc.v != ver:
+                    val = _saved_value(core, key)
+                    if val is not None:
+                        raise RuntimeError(version_message(val, vc.v, ver))
             continue
         vers = core.vers
         for k, x in enumerate(core.ins):
             if x is None:
                 continue
             ver = vers[k] if vers else 0
-            if x._vc.v != ver:
+            vc = getattr(x, "_vc", x)  # a tensor, or a non-leaf's version counter
+            if vc.v != ver:
                 j = core.lay[k]
-                val = _saved_value(core, core.parents[j] if j is not None else None, x._value)
+                if j is None:
+                    val = _saved_value(core, x._value)
+                else:
+                    val = _saved_value(core, core.parents[j if type(j) is int else j[1]])
+                    if type(j) is not int and val is not None:  # saved as the fused view
+                        val = value(val).T
                 if val is not None:
-                    raise RuntimeError(version_message(val, x._vc.v, ver))
+                    raise RuntimeError(version_message(val, vc.v, ver))
         if core.v:  # the result itself was modified in place
-            val = _saved_value(core, core, None)
+            val = _saved_value(core, core)
             if val is not None:
                 raise RuntimeError(version_message(val, core.v, 0))
 
 
-def _saved_value(core: Any, node: Any, plain: Any) -> Any:
-    """What ``core``'s rules saved of the value of tape node ``node`` (or of
-    the plain array ``plain``), or None when they saved nothing of it."""
+def saved_key(v: Any) -> Any:
+    """How a view's ``_saved`` names value ``v`` without keeping it alive:
+    its tape node when it is recorded on the facade tape, else ``v``."""
+    return v._node if type(v) is Traced and v._tape is GT else v
+
+
+def _saved_value(core: Any, key: Any) -> Any:
+    """What ``core``'s rules saved of ``key`` (a tape node: of its value;
+    else the plain array itself), or None when they saved nothing of it."""
     for c in _closure_values(core.vjps):
-        if node is not None and type(c) is Traced and c._node is node:
-            return c
-        if node is None and c is plain:
+        if c is key or (type(c) is Traced and c._node is key):
             return c
     return None
 
 
 def version_message(val: Any, now: int, expected: int) -> str:
     from tapegrad.torch._dtype import from_np
-    from tapegrad.tracer import value
 
     v = value(val)
     kind = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",

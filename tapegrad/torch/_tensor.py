@@ -31,9 +31,11 @@ from tapegrad.torch._graph import (
     VersionCounter,
     bump,
     edge_of,
+    held,
     leaf_tensor,
     node_class,
     register_leaf,
+    saved_key,
     tensor_hooks,
     view_of,
 )
@@ -84,24 +86,21 @@ def _node(name: str, ins: Sequence[Any], core: Any, out: Any, out_vc: VersionCou
           out_ver: int = 0) -> Any:
     """A ``grad_fn`` view for a recorded facade op: edges to ``ins`` (tensors, or
     None for scalars PyTorch lists), and what it may have saved, with versions
-    (checked only if an in-place op happens later; see ``_graph.check_versions``)."""
+    (checked only if an in-place op happens later; see ``_graph.check_versions``).
+    Saved values are named by ``saved_key``: the view keeps no array alive."""
     cls = _classes.get(name)
     if cls is None:
         cls = _classes[name] = node_class(name)
     node: Any = object.__new__(cls)
     n = len(ins)
-    if n == 1:
+    out_key = None if out is None else out._node
+    if n == 1 or (n == 2 and ins[1] is None):
         x = ins[0]
         vc = x._vc
         fn = x._grad_fn
-        node._edges = ((fn, x._nr) if fn is not None else _edge(x),)
-        node._saved = (x._value, vc, vc.v, out, out_vc, out_ver)
-    elif n == 2 and ins[1] is None:
-        x = ins[0]
-        vc = x._vc
-        fn = x._grad_fn
-        node._edges = ((fn, x._nr) if fn is not None else _edge(x), (None, 0))
-        node._saved = (x._value, vc, vc.v, out, out_vc, out_ver)
+        edge = (fn, x._nr) if fn is not None else _edge(x)
+        node._edges = (edge,) if n == 1 else (edge, (None, 0))
+        node._saved = (saved_key(x._value), vc, vc.v, out_key, out_vc, out_ver)
     else:
         edges = []
         saved: list[Any] = []
@@ -111,8 +110,8 @@ def _node(name: str, ins: Sequence[Any], core: Any, out: Any, out_vc: VersionCou
             else:
                 edges.append(_edge(x))
                 vc = x._vc
-                saved += (x._value, vc, vc.v)
-        saved += (out, out_vc, out_ver)
+                saved += (saved_key(x._value), vc, vc.v)
+        saved += (out_key, out_vc, out_ver)
         node._edges = tuple(edges)
         node._saved = tuple(saved)
     node._core = core
@@ -161,9 +160,10 @@ def _rec1(prim: Any, v: Any, name: str, x: Tensor) -> Tensor | None:
         ans = np.asarray(ans)
     out = Traced(ans, GT, None)
     ver = x._vc.v
-    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, (v._node,),
+    p = v._node
+    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, (p,),
                              ((prim.vjps.get(0) or prim.vjp_maker(0))(out, v),),
-                             name, (x,), _LAY1, (ver,) if ver else None)
+                             name, (x if p.prim is None else x._vc,), _LAY1, (ver,) if ver else None)
     t: Tensor = object.__new__(Tensor)
     t._value = out
     t._grad_fn = None
@@ -210,10 +210,12 @@ def _rec2(prim: Any, a: Any, b: Any, name: str, ins: Sequence[Any]) -> Tensor | 
     else:
         parents, vjps = (b._node,), ((table.get(1) or prim.vjp_maker(1))(out, a, b),)
         lay = _LAY_B
+    x0, x1 = ins
     vers = None
-    if ins[0]._vc.v or (ins[1] is not None and ins[1]._vc.v):
-        vers = tuple([0 if i is None else i._vc.v for i in ins])
-    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, parents, vjps, name, ins, lay, vers)
+    if x0._vc.v or (x1 is not None and x1._vc.v):
+        vers = (x0._vc.v, 0 if x1 is None else x1._vc.v)
+    kept = (held(x0), None if x1 is None else held(x1))
+    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, parents, vjps, name, kept, lay, vers)
     t: Tensor = object.__new__(Tensor)
     t._value = out
     t._grad_fn = None
