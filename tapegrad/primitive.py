@@ -385,6 +385,8 @@ def _ones(n: int, dtype: Any) -> Any:
 
 def _broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
     """A read-only broadcast view of ``x`` (reduction cotangents spread back)."""
+    if isinstance(x, np.generic):  # a scalar cotangent (of a full reduction)
+        x = np.asarray(x)
     if type(x) is np.ndarray and x.flags.c_contiguous and x.dtype.kind in "fciub" and x.size:
         # np.broadcast_to is a Python-level nditer setup (~2.5 us): for a
         # contiguous array, build the zero-stride view directly over its buffer
