@@ -99,7 +99,11 @@ class Traced:
 
     # --- NumPy protocols: plain `np.*` calls dispatch to tapegrad ------------
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        name = getattr(ufunc, "__name__", repr(ufunc))
+        if method == "__call__" and not kwargs:  # the common case: ``A @ x``, ``np.sin(x)``
+            fn = NUMPY_DISPATCH.get(ufunc)
+            if fn is not None:
+                return fn(*inputs)
+        name = getattr(ufunc, "__name__", None) or repr(ufunc)
         if method != "__call__":
             raise TypeError(f"tapegrad: numpy.{name}.{method} is not differentiable")
         if kwargs.get("out") is not None:
