@@ -277,6 +277,51 @@ print(torch.tensor([[1, 2], [3, 4]]).sum(0), torch.tensor([1, 2, 3]).float().mea
 print(torch.max(torch.tensor([[1.0, 5.0], [3.0, 2.0]]), 1))
 print(x.grad_fn, x.requires_grad, (x * 1).is_leaf, x.data.is_leaf)
 """,
+    "fused_entries_graphs_and_versions": """
+F = torch.nn.functional
+def tree(fn, depth=0):
+    print('  ' * depth + (fn.name() if fn is not None else 'None'))
+    for f, _ in (fn.next_functions if fn is not None else ()):
+        tree(f, depth + 1)
+W = torch.tensor([[0.5, -1.0], [2.0, 0.25], [1.0, 1.0]], requires_grad=True)
+b = torch.tensor([0.1, 0.2, 0.3], requires_grad=True)
+for x in (torch.tensor([[1.0, 2.0]]), torch.tensor([[1.0, 2.0]], requires_grad=True),
+          torch.tensor([1.0, 2.0], requires_grad=True), torch.ones(2, 1, 2, requires_grad=True)):
+    tree(F.linear(x, W, b).grad_fn)
+tree(F.linear(torch.ones(1, 2), W.detach(), b).grad_fn)
+tree(F.linear(torch.ones(1, 2), W, b.detach()).grad_fn)
+z = torch.tensor([[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]], requires_grad=True)
+y = torch.tensor([2, 0])
+for loss in (F.cross_entropy(z, y), F.cross_entropy(z, y, reduction='none'),
+             F.cross_entropy(z, y, weight=torch.tensor([1.0, 2.0, 0.5]), reduction='sum'),
+             F.nll_loss(z.log_softmax(1, dtype=torch.float64), y), F.cross_entropy(z[0], y[0])):
+    tree(loss.grad_fn)
+    loss.sum().backward()
+    print(loss, z.grad)
+def attempt(label, fn):
+    try:
+        fn()
+        print(label, 'ok')
+    except RuntimeError as e:
+        print(label, str(e).split(']')[0])
+def modify(which, x_grad):
+    W = torch.tensor([[0.5, -1.0], [2.0, 0.25], [1.0, 1.0]], requires_grad=True)
+    x = torch.tensor([[1.0, 2.0]], requires_grad=x_grad)
+    h = x * 1.0
+    out = F.linear(h, W, torch.zeros(3))
+    with torch.no_grad():
+        {'W': W, 'x': h}[which].mul_(2.0)
+    out.sum().backward()
+for which in ('W', 'x'):
+    for x_grad in (False, True):
+        attempt(which + str(x_grad), lambda: modify(which, x_grad))
+def modify_logp():
+    lp = z.log_softmax(1)
+    loss = F.nll_loss(lp, y)
+    lp.mul_(2.0)
+    loss.backward()
+attempt('log_softmax', modify_logp)
+""",
 }
 
 

@@ -215,6 +215,53 @@ def test_linear_forward_and_grad_fn_names() -> None:
     assert t.tolist() == [[4.0, 4.0]] * 3
 
 
+def test_facade_primitives_against_finite_differences() -> None:
+    """The one-entry primitives behind nn.Linear, (log_)softmax, nll_loss and
+    mean: derivatives of first and second order in both modes, Jacobians
+    (batched cotangents and tangents) agreeing between the modes."""
+    from tapegrad.torch import _prims as P
+
+    rng = np.random.default_rng(0)
+    x, w, b = rng.standard_normal((4, 3)), rng.standard_normal((5, 3)), rng.standard_normal(5)
+    z = rng.standard_normal((4, 5, 2))
+    mask = np.zeros((4, 5))
+    mask[np.arange(4), [0, 2, 4, 1]] = [-0.25, -0.5, -0.1, -1.0]
+    cases = [(P.linear, (x, w, b))]
+    for ax in (0, 1, -1):
+        cases += [(lambda a, ax=ax: P.log_softmax(a, ax), (z,)), (lambda a, ax=ax: P.softmax(a, ax), (z,))]
+    cases += [(lambda a: P.nll(a, mask, None), (z[..., 0],)), (lambda a: P.nll(a, mask, 1), (z[..., 0],)),
+              (lambda a: P.nll(a, mask[0], 0), (z[0, :, 0],))]
+    for ax, keep in ((None, False), (0, True), ((0, 2), False), (-1, False)):
+        cases.append((lambda a, ax=ax, keep=keep: P.mean(a, ax, keep), (z,)))
+    for f, args in cases:
+        tg.check_grads(f, args)
+        for i in range(len(args)):
+            def fi(a, f=f, args=args, i=i):  # noqa: ANN001, ANN202
+                return f(*args[:i], a, *args[i + 1:])
+            np.testing.assert_allclose(tg.jacrev(fi)(args[i]), tg.jacfwd(fi)(args[i]), atol=1e-12)
+
+
+def test_linear_and_cross_entropy_double_backward() -> None:
+    """create_graph through the fused entries: d/dW of |dL/dW|^2 by the facade
+    equals tapegrad's hessian-vector product of the same loss."""
+    rng = np.random.default_rng(1)
+    xv, wv, bv = rng.standard_normal((6, 4)), rng.standard_normal((3, 4)), rng.standard_normal(3)
+    yv = np.array([0, 2, 1, 1, 0, 2])
+    w = torch.tensor(wv, requires_grad=True)
+    loss = F.cross_entropy(F.linear(torch.tensor(xv), w, torch.tensor(bv)), torch.tensor(yv))
+    (gw,) = torch.autograd.grad(loss, w, create_graph=True)
+    (gw * gw).sum().backward()
+
+    def f(wa):  # noqa: ANN001, ANN202
+        z = xv @ wa.T + bv
+        lse = tg.numpy.logsumexp(z, axis=1)
+        return tg.numpy.mean(lse - z[np.arange(6), yv])
+
+    g = tg.grad(f)(wv)
+    np.testing.assert_allclose(gw.detach().numpy(), g, rtol=1e-10)
+    np.testing.assert_allclose(w.grad.numpy(), 2 * tg.hvp(f, (wv,), (g,))[1], rtol=1e-9)
+
+
 # --- functional and losses -------------------------------------------------------------------------
 
 

@@ -7,20 +7,33 @@
   split ties at 0.
 - ``to_device``: moves an array between NumPy and CuPy; the rule moves the
   cotangent back.
+- ``linear`` (``x @ w.T + b``), ``log_softmax``, ``softmax``, ``nll`` and
+  ``mean``: what PyTorch computes as one node (``AddmmBackward0``,
+  ``LogSoftmaxBackward0``, ``SoftmaxBackward0``, ``NllLossBackward0``,
+  ``MeanBackward0``) is one tape entry here too, where a composition of
+  tapegrad.numpy calls would record several: fewer entries to record and
+  replay, and no intermediate kept.
+
+Rules are written with tapegrad.numpy functions (so ``create_graph=True``
+differentiates them again) and accept cotangents and tangents with leading
+batch axes (axes are counted from the end).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from tapegrad.backend import array_module, device_of
+from tapegrad.numpy import derived as _d
+from tapegrad.numpy import wrap as _w
 from tapegrad.primitive import defjvp, defvjp, primitive
 from tapegrad.scipy.special import expit as sigmoid
 from tapegrad.tracer import value
 
-__all__ = ["relu", "sigmoid", "to_device"]
+__all__ = ["linear", "log_softmax", "mean", "nll", "relu", "sigmoid", "softmax", "to_device"]
 
 
 def _relu(x: Any) -> Any:
@@ -44,3 +57,158 @@ def _to_device(x: Any, device: str) -> Any:
 
 to_device = primitive(_to_device, "to_device")
 defvjp(to_device, lambda ans, x, device: (lambda dev: lambda g: to_device(g, dev))(device_of(x)))
+
+
+# --- nn.Linear: x @ w.T + b --------------------------------------------------------------------
+
+
+def _linear(x: Any, w: Any, b: Any) -> Any:
+    """``x @ w.T + b``: ``x`` is (N, in), ``w`` (out, in), ``b`` (out,)."""
+    out = x @ w.T
+    if out.dtype == b.dtype:
+        out += b
+        return out
+    return out + b
+
+
+def _swap(a: Any) -> Any:
+    """``a`` with its last two axes swapped (leading batch axes kept)."""
+    return _w.transpose(a) if a.ndim == 2 else _d.swapaxes(a, -1, -2)
+
+
+linear = primitive(_linear, "linear")
+defvjp(linear,
+       lambda ans, x, w, b: lambda g: _w.matmul(g, w),
+       lambda ans, x, w, b: lambda g: _w.matmul(_swap(g), x),
+       lambda ans, x, w, b: lambda g: _w.sum(g, axis=-2))
+defjvp(linear,
+       lambda ans, x, w, b: lambda t: _w.matmul(t, _w.transpose(w)),
+       lambda ans, x, w, b: lambda t: _w.matmul(x, _swap(t)),
+       lambda ans, x, w, b: lambda t: _d.expand_dims(t, -2))
+
+
+# --- softmax, log_softmax ------------------------------------------------------------------------
+
+
+def _shifted(x: Any, axis: int) -> Any:
+    """``x`` minus its maximum along ``axis`` (0 where that is not finite)."""
+    xp = array_module(x)
+    if xp is np and x.size:
+        m = np.maximum.reduce(x, axis, keepdims=True)
+    else:
+        m = xp.max(x, axis=axis, keepdims=True) if x.size else xp.zeros((1,) * x.ndim, x.dtype)
+    return x - xp.where(xp.isfinite(m), m, 0)
+
+
+def _log_softmax(x: Any, axis: int) -> Any:
+    xp = array_module(x)
+    s = _shifted(x, axis)
+    s -= xp.log(xp.sum(xp.exp(s), axis=axis, keepdims=True))
+    return s
+
+
+def _softmax(x: Any, axis: int) -> Any:
+    xp = array_module(x)
+    e = xp.exp(_shifted(x, axis))
+    e /= xp.sum(e, axis=axis, keepdims=True)
+    return e
+
+
+log_softmax = primitive(_log_softmax, "log_softmax")
+softmax = primitive(_softmax, "softmax")
+
+
+def _from_end(axis: int, ndim: int) -> int:
+    return axis - ndim if axis >= 0 else axis
+
+
+def _vjp_log_softmax(ans: Any, x: Any, axis: int) -> Any:
+    ax = _from_end(axis, x.ndim)
+    return lambda g: g - _w.exp(ans) * _w.sum(g, axis=ax, keepdims=True)
+
+
+def _jvp_log_softmax(ans: Any, x: Any, axis: int) -> Any:
+    ax = _from_end(axis, x.ndim)
+    return lambda t: t - _w.sum(_w.exp(ans) * t, axis=ax, keepdims=True)
+
+
+def _vjp_softmax(ans: Any, x: Any, axis: int) -> Any:  # the Jacobian is symmetric: also the JVP
+    ax = _from_end(axis, x.ndim)
+    return lambda g: ans * (g - _w.sum(g * ans, axis=ax, keepdims=True))
+
+
+defvjp(log_softmax, _vjp_log_softmax)
+defjvp(log_softmax, _jvp_log_softmax)
+defvjp(softmax, _vjp_softmax)
+defjvp(softmax, _vjp_softmax)
+
+
+# --- nll: the weighted sum behind nll_loss ----------------------------------------------------------
+
+
+def _nll(lp: Any, mask: Any, axis: int | None) -> Any:
+    """``sum(lp * mask)``, over every axis (``axis`` None) or over ``axis``.
+    ``mask`` (a constant of ``lp``'s shape) holds each sample's weight, with
+    the sign and any normaliser, at its target class and 0 elsewhere."""
+    prod = lp * mask
+    if type(prod) is np.ndarray:
+        return np.add.reduce(prod, axis)
+    return array_module(prod).sum(prod, axis=axis)
+
+
+nll = primitive(_nll, "nll")
+
+
+def _vjp_nll(ans: Any, lp: Any, mask: Any, axis: int | None) -> Any:
+    kept = tuple(1 if axis is None or i == axis else n for i, n in enumerate(lp.shape))
+    nd = ans.ndim
+    return lambda g: _w.reshape_c(g, g.shape[: g.ndim - nd] + kept) * mask
+
+
+def _jvp_nll(ans: Any, lp: Any, mask: Any, axis: int | None) -> Any:
+    axes = tuple(range(-lp.ndim, 0)) if axis is None else _from_end(axis, lp.ndim)
+    return lambda t: _w.sum(t * mask, axis=axes)
+
+
+defvjp(nll, _vjp_nll, None)
+defjvp(nll, _jvp_nll, None)
+
+
+# --- mean ---------------------------------------------------------------------------------------------
+
+
+def _count(shape: tuple[int, ...], axis: Any) -> int:
+    return math.prod(shape[a] for a in _d.normalize_axes(axis, len(shape)))
+
+
+def _mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    if type(x) is np.ndarray:  # the ufunc's reduction: np.sum's wrapper costs as much
+        s = np.add.reduce(x, axis, keepdims=keepdims)  # type: ignore[call-overload]
+    else:
+        s = array_module(x).sum(x, axis=axis, keepdims=keepdims)
+    return s / _count(x.shape, axis)
+
+
+mean = primitive(_mean, "mean")
+
+
+def _vjp_mean(ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    shape, nd, n = x.shape, ans.ndim, _count(x.shape, axis)
+    axes = _d.normalize_axes(axis, len(shape))
+    kept = tuple(1 if i in axes else k for i, k in enumerate(shape))
+
+    def vjp(g: Any) -> Any:
+        lead = g.shape[: g.ndim - nd]
+        return _w.broadcast_to(_w.reshape_c(g / n, lead + kept), lead + shape)
+
+    return vjp
+
+
+def _jvp_mean(ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    axes = tuple(a - x.ndim for a in _d.normalize_axes(axis, x.ndim))
+    n = _count(x.shape, axis)
+    return lambda t: _w.sum(t, axis=axes, keepdims=keepdims) / n
+
+
+defvjp(mean, _vjp_mean)
+defjvp(mean, _jvp_mean)

@@ -142,6 +142,7 @@ def _result(r: Any, name: str, ins: Sequence[Any]) -> Tensor:
 _LAY1: tuple[int | None, ...] = (0, None)  # the parent of each input of a fast op (None: no edge)
 _LAY2: tuple[int | None, ...] = (0, 1)
 _LAY_B: tuple[int | None, ...] = (None, 0)
+_FIRST = (0,)  # for _rec: the grad_fn's one input is the op's first argument
 
 
 def _rec1(prim: Any, v: Any, name: str, x: Tensor) -> Tensor | None:
@@ -216,6 +217,53 @@ def _rec2(prim: Any, a: Any, b: Any, name: str, ins: Sequence[Any]) -> Tensor | 
         vers = (x0._vc.v, 0 if x1 is None else x1._vc.v)
     kept = (held(x0), None if x1 is None else held(x1))
     out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, parents, vjps, name, kept, lay, vers)
+    t: Tensor = object.__new__(Tensor)
+    t._value = out
+    t._grad_fn = None
+    t._vc = node
+    return t
+
+
+def _rec(prim: Any, vals: Sequence[Any], name: str, ins: Sequence[Any], pos: Sequence[Any],
+         kwargs: dict[str, Any] | None = None) -> Tensor | None:
+    """``_rec1`` for an op of any arity: ``prim(*vals, **kwargs)``, where each
+    value is traced on the facade tape alone or a constant. ``ins`` are the
+    grad_fn's inputs (tensors, or None); ``pos[k]`` is the index in ``vals``
+    of ``ins[k]``'s value (None: no edge; ``(name, i)``: an edge through a
+    one-input node ``name`` the op fuses in, see ``FNode``)."""
+    if not GT.active:
+        return None
+    raw = list(vals)
+    parents = []
+    argnums = []
+    for i, v in enumerate(vals):
+        if type(v) is Traced:
+            a = v._value
+            if v._tape is not GT or type(a) is Traced:
+                return None
+            raw[i] = a
+            argnums.append(i)
+            parents.append(v._node)
+    if not argnums:
+        return None
+    kw = kwargs or {}
+    ans = prim.fun(*raw, **kw)
+    if type(ans) is not ndarray and isinstance(ans, _generic):
+        ans = np.asarray(ans)
+    out = Traced(ans, GT, None)
+    table = prim.vjps
+    vjps = tuple([(table.get(i) or prim.vjp_maker(i))(out, *vals, **kw) for i in argnums])
+    lay: list[Any] = []
+    for j in pos:
+        if type(j) is tuple:
+            lay.append((j[0], argnums.index(j[1])) if j[1] in argnums else None)
+        else:
+            lay.append(argnums.index(j) if j in argnums else None)
+    vers = None
+    if builtins.any(x is not None and x._vc.v for x in ins):
+        vers = tuple([0 if x is None else x._vc.v for x in ins])
+    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, tuple(parents), vjps, name,
+                             tuple([None if x is None else held(x) for x in ins]), tuple(lay), vers)
     t: Tensor = object.__new__(Tensor)
     t._value = out
     t._grad_fn = None
@@ -1315,12 +1363,21 @@ class Tensor:
                        "MaskedFillBackward0", (self,))
 
     def softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
-        a = self._value if dtype is None else _cast(self._value, D.to_np(dtype))
-        return _result(_w.exp(a - tnp.logsumexp(a, axis=dim, keepdims=True)), "SoftmaxBackward0", (self,))
+        return self._softmax(P.softmax, dim, dtype, "SoftmaxBackward0")
 
     def log_softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
+        return self._softmax(P.log_softmax, dim, dtype, "LogSoftmaxBackward0")
+
+    def _softmax(self, fn: Any, dim: builtins.int, dtype: Any, name: str) -> Tensor:
+        """``fn`` (softmax or log_softmax) along ``dim``, computed in ``dtype``
+        (a cast first, as PyTorch records it)."""
         a = self._value if dtype is None else _cast(self._value, D.to_np(dtype))
-        return _result(a - tnp.logsumexp(a, axis=dim, keepdims=True), "LogSoftmaxBackward0", (self,))
+        if a.dtype.kind in "biu":
+            a = _cast(a, _default_float())
+        t = _rec(fn.primitive, (a, dim), name, (self,), _FIRST)
+        if t is not None:
+            return t
+        return _result(fn(a, dim), name, (self,))
 
     def logsumexp(self, dim: Any, keepdim: builtins.bool = False) -> Tensor:
         return _result(tnp.logsumexp(self._value, axis=_dims(dim, self.ndim), keepdims=keepdim),

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from tapegrad.numpy import wrap as _w
-from tapegrad.torch._tensor import Tensor, _promote, _result
+from tapegrad.torch import _prims as P
+from tapegrad.torch._tensor import _FIRST, Tensor, _promote, _rec, _result
 from tapegrad.tracer import value
 
 __all__ = [
@@ -75,17 +76,32 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dty
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002
     """``input @ weight.T + bias`` with ``weight`` of shape ``(out_features, in_features)``.
 
-    Named as PyTorch names it: ``AddmmBackward0`` for a 2-D input with a bias
-    (``ViewBackward0`` for other ranks), ``MmBackward0`` without a bias.
+    Named as PyTorch names it: ``AddmmBackward0`` for a 2-D input with a bias,
+    its inputs ``(bias, input, weight.t())`` (the ``TBackward0`` node is a view:
+    the entry's rules do its work), inside a ``ViewBackward0`` for other ranks;
+    ``MmBackward0`` without a bias.
     """
-    wt = weight.t()
     if bias is None:
-        return input.matmul(wt)
+        return input.matmul(weight.t())
     if input.ndim == 2:
-        return bias.addmm(input, wt)
+        return _addmm_t(input, weight, bias)
     lead = input.shape[:-1]
-    out = bias.addmm(input.reshape(-1, input.shape[-1]), wt)
-    return out.view(*lead, wt.shape[-1])
+    out = _addmm_t(input.reshape(-1, input.shape[-1]), weight, bias)
+    return out.view(*lead, weight.shape[0])
+
+
+def _addmm_t(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    """``x @ weight.T + bias`` for a matrix ``x``: one ``linear`` entry."""
+    vals = (x._value, weight._value, bias._value)
+    t = _rec(_LINEAR, vals, "AddmmBackward0", (bias, x, weight), _ADDMM_EDGES)
+    if t is not None:
+        return t
+    return _result(P.linear(*vals), "AddmmBackward0", (bias, x, weight))
+
+
+_ADDMM_EDGES = (2, 0, ("TBackward0", 1))  # bias, x, weight.t(): where each is among linear's arguments
+_LINEAR = P.linear.primitive  # type: ignore[attr-defined]
+_NLL = P.nll.primitive  # type: ignore[attr-defined]
 
 
 # --- losses -----------------------------------------------------------------------------------
@@ -135,33 +151,47 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
         raise RuntimeError(
             f"expected target dtype to be Long or Byte, but got {target.dtype_legacy_name()[:-6]}")
     cls_axis = 0 if lp.ndim == 1 else 1
-    c = lp.shape[cls_axis]
+    mask = _nll_mask(lp.shape, lp.dtype, t, weight, ignore_index, reduction == "mean")
+    axis = cls_axis if reduction == "none" else None
+    vals = (lp, mask, axis)
+    out = _rec(_NLL, vals, "NllLossBackward0", (input,), _FIRST)
+    if out is not None:
+        return out
+    return _result(P.nll(*vals), "NllLossBackward0", (input,))
+
+
+def _nll_mask(shape: tuple[int, ...], dtype: Any, t: Any, weight: Tensor | None, ignore_index: int,
+              mean: bool) -> Any:
+    """The constant of ``nll``: each sample's weight at its target class,
+    negated and, for ``'mean'``, divided by the total weight (as PyTorch
+    does; samples whose target is ``ignore_index`` weigh 0). The loss is then
+    one multiply-and-sum: no scatter, no ``add.at``."""
+    mask = np.zeros(shape, dtype)
+    c = shape[0 if len(shape) == 1 else 1]
+    if weight is None and len(shape) == 2 and t.shape == shape[:1] and t.size:
+        lo, hi = np.minimum.reduce(t), np.maximum.reduce(t)
+        if 0 <= lo and hi < c and not lo <= ignore_index <= hi:  # every target counts, once
+            one = mask.dtype.type(1)
+            mask[np.arange(t.size), t] = -one / mask.dtype.type(t.size) if mean else -one
+            return mask
     valid = t != ignore_index
     bad = valid & ((t < 0) | (t >= c))
     if bad.any():
         raise IndexError(f"Target {int(t[bad].flat[0])} is out of bounds.")
     safe = np.where(valid, t, 0) if not valid.all() else t
     if weight is None:
-        sample_w = valid.astype(lp.dtype)
+        sample_w = valid.astype(dtype)
     else:
-        sample_w = np.where(valid, np.asarray(value(weight._value), lp.dtype)[safe], 0).astype(lp.dtype)
-    # the loss is one multiply-and-sum with a one-hot mask that carries the
-    # weights, the minus sign and the 'mean' normaliser: no scatter, no add.at
-    if reduction == "mean":
-        sample_w = sample_w / -sample_w.sum()
-    else:
-        sample_w = -sample_w
-    mask = np.zeros(value(lp).shape, lp.dtype)
-    if lp.ndim == 1:
+        sample_w = np.where(valid, np.asarray(value(weight._value), dtype)[safe], 0).astype(dtype)
+    sample_w = sample_w / -sample_w.sum() if mean else -sample_w
+    if len(shape) == 1:
         mask[safe] = sample_w
-    elif lp.ndim == 2:
+    elif len(shape) == 2:
         mask[np.arange(len(safe)), safe] = sample_w
     else:
         m = np.moveaxis(mask, 1, -1)
         np.put_along_axis(m, safe[..., None], sample_w[..., None], axis=-1)
-    prod = _w.multiply(lp, mask)
-    loss = _w.sum(prod, axis=cls_axis) if reduction == "none" else _w.sum(prod)
-    return _result(loss, "NllLossBackward0", (input,))
+    return mask
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
