@@ -143,27 +143,40 @@ _LAY1: tuple[int | None, ...] = (0, None)  # the parent of each input of a fast 
 _LAY2: tuple[int | None, ...] = (0, 1)
 _LAY_B: tuple[int | None, ...] = (None, 0)
 _FIRST = (0,)  # for _rec: the grad_fn's one input is the op's first argument
+# primitives with a fast recording path besides the unary and arithmetic ones
+_SUM: Any = _w.sum.primitive  # type: ignore[attr-defined]
+_MEAN: Any = P.mean.primitive  # type: ignore[attr-defined]
+_MATMUL: Any = _w.matmul.primitive  # type: ignore[attr-defined]
+_LOGSUMEXP: Any = _w.logsumexp.primitive  # type: ignore[attr-defined]
 
 
-def _rec1(prim: Any, v: Any, name: str, x: Tensor) -> Tensor | None:
-    """The fast path of a one-input op: ``prim`` applied to ``v``, tensor
-    ``x``'s value, recorded on the facade tape the way its ``record`` does it
-    (rules close over the traced input and output), with no dispatch. None
-    when it does not apply (``v`` is not recorded on the facade tape alone,
-    or grad mode is off): the caller then takes the general path."""
+def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None = None) -> Tensor | None:
+    """The fast path of a one-input op: ``prim(v, **kwargs)``, ``v`` being
+    tensor ``x``'s value, recorded on the facade tape the way its ``record``
+    does it (rules close over the traced input and output), with no dispatch.
+    None when it does not apply (``v`` is not recorded on the facade tape
+    alone, or grad mode is off): the caller then takes the general path."""
     if type(v) is not Traced or v._tape is not GT:
         return None
     a = v._value
     if type(a) is Traced or not GT.active:
         return None
-    ans = prim.fun(a)
-    if type(ans) is not ndarray and isinstance(ans, _generic):
-        ans = np.asarray(ans)
-    out = Traced(ans, GT, None)
+    maker = prim.vjps.get(0) or prim.vjp_maker(0)
+    if kwargs:
+        ans = prim.fun(a, **kwargs)
+        if type(ans) is not ndarray and isinstance(ans, _generic):
+            ans = np.asarray(ans)
+        out = Traced(ans, GT, None)
+        vjp = maker(out, v, **kwargs)
+    else:
+        ans = prim.fun(a)
+        if type(ans) is not ndarray and isinstance(ans, _generic):
+            ans = np.asarray(ans)
+        out = Traced(ans, GT, None)
+        vjp = maker(out, v)
     ver = x._vc.v
     p = v._node
-    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, (p,),
-                             ((prim.vjps.get(0) or prim.vjp_maker(0))(out, v),),
+    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, (p,), (vjp,),
                              name, (x if p.prim is None else x._vc,), _LAY1, (ver,) if ver else None)
     t: Tensor = object.__new__(Tensor)
     t._value = out
@@ -1018,6 +1031,10 @@ class Tensor:
             name = "UnsafeViewBackward0" if na >= 3 and nb <= 2 or (na >= 3 and nb >= 3) else "ExpandBackward0"
             if na <= 2 and nb >= 3:
                 name = "UnsafeViewBackward0"
+        if isinstance(other, Tensor):
+            t = _rec2(_MATMUL, a, b, name, (self, other))
+            if t is not None:
+                return t
         return _result(_w.matmul(a, b), name, (self, other))
 
     def __rmatmul__(self, other: Any) -> Tensor:
@@ -1380,16 +1397,26 @@ class Tensor:
         return _result(fn(a, dim), name, (self,))
 
     def logsumexp(self, dim: Any, keepdim: builtins.bool = False) -> Tensor:
-        return _result(tnp.logsumexp(self._value, axis=_dims(dim, self.ndim), keepdims=keepdim),
-                       "LogsumexpBackward0", (self,))
+        kw = {"axis": _dims(dim, self.ndim), "keepdims": keepdim}
+        t = _rec1(_LOGSUMEXP, self._value, "LogsumexpBackward0", self, kw)
+        return t if t is not None else _result(tnp.logsumexp(self._value, **kw), "LogsumexpBackward0", (self,))
 
     # --- reductions ------------------------------------------------------------------------------------
     def sum(self, dim: Any = None, keepdim: builtins.bool = False, dtype: Any = None) -> Tensor:
         a = self._value
         dt = D.to_np(dtype) if dtype is not None else (np.int64 if a.dtype.kind in "bi" else None)
         if dim is None:
+            if dt is None:
+                t = _rec1(_SUM, a, "SumBackward0", self)
+                if t is not None:
+                    return t
             return _result(_w.sum(a, dtype=dt), "SumBackward0", (self,))
-        return _result(_w.sum(a, axis=_dims(dim, a.ndim), keepdims=keepdim, dtype=dt), "SumBackward1", (self,))
+        axis = _dims(dim, a.ndim)
+        if dt is None:
+            t = _rec1(_SUM, a, "SumBackward1", self, {"axis": axis, "keepdims": keepdim})
+            if t is not None:
+                return t
+        return _result(_w.sum(a, axis=axis, keepdims=keepdim, dtype=dt), "SumBackward1", (self,))
 
     def nansum(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         a = self._value
@@ -1405,9 +1432,10 @@ class Tensor:
                 "mean(): could not infer output dtype. Input dtype must be either a floating "
                 f"point or complex dtype. Got: {self.dtype_legacy_name()[:-6]}"
             )
-        if dim is None:
-            return _result(tnp.mean(a), "MeanBackward0", (self,))
-        return _result(tnp.mean(a, axis=_dims(dim, a.ndim), keepdims=keepdim), "MeanBackward1", (self,))
+        kw = None if dim is None else {"axis": _dims(dim, a.ndim), "keepdims": keepdim}
+        name = "MeanBackward0" if dim is None else "MeanBackward1"
+        t = _rec1(_MEAN, a, name, self, kw)
+        return t if t is not None else _result(P.mean(a, **(kw or {})), name, (self,))
 
     def prod(self, dim: Any = None, keepdim: builtins.bool = False, dtype: Any = None) -> Tensor:
         a = self._value
