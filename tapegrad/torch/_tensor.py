@@ -247,41 +247,46 @@ def _rec(prim: Any, vals: Sequence[Any], name: str, ins: Sequence[Any], pos: Seq
     if not GT.active:
         return None
     raw = list(vals)
-    parents = []
-    argnums = []
+    parents: list[Any] = []
+    where: dict[Any, int] = {}  # index in vals -> index in parents
     for i, v in enumerate(vals):
         if type(v) is Traced:
             a = v._value
             if v._tape is not GT or type(a) is Traced:
                 return None
             raw[i] = a
-            argnums.append(i)
+            where[i] = len(parents)
             parents.append(v._node)
-    if not argnums:
+    if not parents:
         return None
-    kw = kwargs or {}
-    ans = prim.fun(*raw, **kw)
+    ans = prim.fun(*raw, **kwargs) if kwargs else prim.fun(*raw)
     if type(ans) is not ndarray and isinstance(ans, _generic):
         ans = np.asarray(ans)
     out = Traced(ans, GT, None)
     table = prim.vjps
-    vjps = tuple([(table.get(i) or prim.vjp_maker(i))(out, *vals, **kw) for i in argnums])
-    lay: list[Any] = []
-    for j in pos:
-        if type(j) is tuple:
-            lay.append((j[0], argnums.index(j[1])) if j[1] in argnums else None)
-        else:
-            lay.append(argnums.index(j) if j in argnums else None)
+    kw = kwargs or _NO_KW
+    vjps = tuple([(table.get(i) or prim.vjp_maker(i))(out, *vals, **kw) for i in where])
+    lay = tuple([where.get(j) if type(j) is int or j is None
+                 else (j[0], where[j[1]]) if j[1] in where else None for j in pos])
     vers = None
-    if builtins.any(x is not None and x._vc.v for x in ins):
-        vers = tuple([0 if x is None else x._vc.v for x in ins])
+    kept: list[Any] = []
+    for x in ins:
+        if x is None:
+            kept.append(None)
+            continue
+        if vers is None and x._vc.v:
+            vers = tuple([0 if y is None else y._vc.v for y in ins])
+        kept.append(held(x))
     out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, tuple(parents), vjps, name,
-                             tuple([None if x is None else held(x) for x in ins]), tuple(lay), vers)
+                             tuple(kept), lay, vers)
     t: Tensor = object.__new__(Tensor)
     t._value = out
     t._grad_fn = None
     t._vc = node
     return t
+
+
+_NO_KW: dict[str, Any] = {}
 
 
 def _multi(rs: Sequence[Any], name: str, ins: Sequence[Any]) -> tuple[Tensor, ...]:
