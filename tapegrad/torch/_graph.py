@@ -194,8 +194,10 @@ class VersionCounter:
 _last_bump = [0]  # tape index at the latest in-place bump (graphs older than it get checked)
 
 
-def bump(vc: VersionCounter) -> None:
-    vc.v += 1
+def bump(*vcs: Any) -> None:
+    """Count an in-place change of the tensors that share each counter in ``vcs``."""
+    for vc in vcs:
+        vc.v += 1
     _last_bump[0] = next_index()
 
 

@@ -79,13 +79,15 @@ class Adam(Optimizer):
             lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
             weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
             maximize, decoupled = group["maximize"], group["decoupled_weight_decay"]
+            wt, wt2 = 1 - beta1, 1 - beta2
             for p in group["params"]:
                 gt = p._grad
                 if gt is None:
                     continue
                 w = buffer(p)
-                g = value(gt._value)
-                xp = array_module(w)
+                g = gt._value
+                if type(g) is not np.ndarray:
+                    g = value(g)
                 state = states[p]
                 if not state:
                     state["step"] = _new(np.zeros((), np.float32))
@@ -97,6 +99,7 @@ class Adam(Optimizer):
                 step_arr = step_t._value
                 step_arr += 1
                 step = float(step_arr)
+                xp = np if type(w) is np.ndarray else array_module(w)
                 if maximize:
                     g = -g
                 if weight_decay != 0:
@@ -106,8 +109,7 @@ class Adam(Optimizer):
                         g = g + weight_decay * w
                 m, v = buffer(m_t), buffer(v_t)
                 # m.lerp_(g, 1 - beta1), with PyTorch's two formulas
-                wt = 1 - beta1
-                d = g - m
+                d = xp.subtract(g, m)
                 if wt < 0.5:
                     d *= wt
                     m += d
@@ -116,10 +118,9 @@ class Adam(Optimizer):
                     xp.subtract(g, d, out=m)
                 # v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
                 v *= beta2
-                d = xp.multiply(g, 1 - beta2, out=d)
+                xp.multiply(g, wt2, out=d)
                 d *= g
                 v += d
-                step_size = lr / (1 - beta1**step)
                 if amsgrad:
                     vmax = buffer(state["max_exp_avg_sq"])
                     xp.maximum(vmax, v, out=vmax)
@@ -129,7 +130,7 @@ class Adam(Optimizer):
                 denom /= (1 - beta2**step) ** 0.5
                 denom += eps
                 # p.addcdiv_(m, denom, value=-step_size)
-                d = xp.multiply(m, -step_size, out=d)
+                xp.multiply(m, -lr / (1 - beta1**step), out=d)
                 d /= denom
                 w += d
                 updated(p, m_t, v_t, step_t)

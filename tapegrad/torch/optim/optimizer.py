@@ -37,7 +37,9 @@ required = _Required()
 
 def buffer(t: Tensor) -> Any:
     """The writable array behind tensor ``t`` (copied in first if it is read-only)."""
-    a = value(t._value)
+    a = t._value
+    if type(a) is not np.ndarray:
+        a = value(a)
     if not getattr(a.flags, "writeable", True):
         t.data = _new(a.copy())
         a = value(t._value)
@@ -56,8 +58,7 @@ def new_state(like: Any) -> Tensor:
 
 def updated(*tensors: Tensor) -> None:
     """Record an in-place update of ``tensors``' buffers (bump their versions)."""
-    for t in tensors:
-        bump(t._vc)
+    bump(*[t._vc for t in tensors])
 
 
 def _use_grad(step: Callable[..., Any]) -> Callable[..., Any]:
