@@ -33,7 +33,10 @@ class FNode(CoreNode):
       (an entry inside a composite op: :func:`core_view` names it).
     - ``ins``: the op's inputs in PyTorch's edge order, as the entry keeps
       them (see :func:`held`): None for a scalar, the version counter of a
-      non-leaf tensor, the tensor itself otherwise; ``lay``: for each, the
+      non-leaf tensor, the tensor itself otherwise; a bare input (not a
+      tuple) is the first, any others being None (see :func:`inputs_of`:
+      most ops have one tensor input, and a tuple per op is an allocation
+      the cyclic collector would scan); ``lay``: for each, the
       index of its parent node (None: no edge; ``(name, j)``: an edge through
       a one-input node named ``name`` that the op fused in, as ``nn.Linear``
       fuses ``weight.t()``); ``vers``: their versions when the op ran (None:
@@ -301,7 +304,7 @@ def view_of(core: Any) -> Node:
         parents = core.parents
         view._edges = tuple([(None, 0) if j is None else edge_of(parents[j], x) if type(j) is int
                              else _fused_edge(j[0], edge_of(parents[j[1]], x))
-                             for x, j in zip(core.ins, core.lay)])
+                             for x, j in zip(inputs_of(core), core.lay)])
         view._core = core
         view._saved = ()  # check_versions reads the entry's ins and vers
         core.fn = view
@@ -309,6 +312,14 @@ def view_of(core: Any) -> Node:
     if type(fn) is tuple:
         return fn[0]
     return fn  # type: ignore[no-any-return]
+
+
+def inputs_of(core: FNode) -> tuple[Any, ...]:
+    """The ``ins`` of facade entry ``core`` as a tuple, one item per ``lay`` item."""
+    ins = core.ins
+    if type(ins) is tuple:
+        return ins
+    return (ins,) + (None,) * (len(core.lay) - 1)
 
 
 def _fused_edge(name: str, edge: tuple[Any, int]) -> tuple[Any, int]:
@@ -415,7 +426,7 @@ def check_versions(order: list[Any]) -> None:
                         raise RuntimeError(version_message(val, vc.v, ver))
             continue
         vers = core.vers
-        for k, x in enumerate(core.ins):
+        for k, x in enumerate(inputs_of(core)):
             if x is None:
                 continue
             ver = vers[k] if vers else 0

@@ -139,7 +139,9 @@ def _result(r: Any, name: str, ins: Sequence[Any]) -> Tensor:
     return _new(r)
 
 
-_LAY1: tuple[int | None, ...] = (0, None)  # the parent of each input of a fast op (None: no edge)
+# the parent of each input of a fast op (None: no edge), see FNode
+_LAY1: tuple[int | None, ...] = (0,)  # one tensor
+_LAY_S: tuple[int | None, ...] = (0, None)  # a tensor and a scalar PyTorch lists
 _LAY2: tuple[int | None, ...] = (0, 1)
 _LAY_B: tuple[int | None, ...] = (None, 0)
 _FIRST = (0,)  # for _rec: the grad_fn's one input is the op's first argument
@@ -177,7 +179,32 @@ def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None
     ver = x._vc.v
     p = v._node
     out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, (p,), (vjp,),
-                             name, (x if p.prim is None else x._vc,), _LAY1, (ver,) if ver else None)
+                             name, x if p.prim is None else x._vc, _LAY1, (ver,) if ver else None)
+    t: Tensor = object.__new__(Tensor)
+    t._value = out
+    t._grad_fn = None
+    t._vc = node
+    return t
+
+
+def _rec_s(prim: Any, x: Tensor, s: Any, name: str) -> Tensor | None:
+    """``_rec1`` for ``prim(x, s)``, ``s`` a Python scalar that needs no
+    promotion (a float with a float tensor): ``x * 1.0001``."""
+    v = x._value
+    if type(v) is not Traced or v._tape is not GT:
+        return None
+    a = v._value
+    if type(a) is Traced or not GT.active:
+        return None
+    ans = prim.fun(a, s)
+    if type(ans) is not ndarray and isinstance(ans, _generic):
+        ans = np.asarray(ans)
+    out = Traced(ans, GT, None)
+    ver = x._vc.v
+    p = v._node
+    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, (p,),
+                             ((prim.vjps.get(0) or prim.vjp_maker(0))(out, v, s),),
+                             name, x if p.prim is None else x._vc, _LAY_S, (ver, 0) if ver else None)
     t: Tensor = object.__new__(Tensor)
     t._value = out
     t._grad_fn = None
@@ -220,7 +247,7 @@ def _rec2(prim: Any, a: Any, b: Any, name: str, ins: Sequence[Any]) -> Tensor | 
         lay = _LAY2
     elif ta:
         parents, vjps = (a._node,), ((table.get(0) or prim.vjp_maker(0))(out, a, b),)
-        lay = _LAY1
+        lay = _LAY_S
     else:
         parents, vjps = (b._node,), ((table.get(1) or prim.vjp_maker(1))(out, a, b),)
         lay = _LAY_B
@@ -959,7 +986,7 @@ class Tensor:
     def _arith(self, other: Any, fn: Any, name: str, div: builtins.bool = False) -> Tensor:
         """``fn(self, other)`` with PyTorch's promotion, named ``name``."""
         if type(other) is builtins.float:  # a float tensor times a float: nothing to promote
-            t = _rec2(fn.primitive, self._value, other, name, (self, None))
+            t = _rec_s(fn.primitive, self, other, name)
             if t is not None:
                 return t
         a, b, o = _operands(self, other, div)
