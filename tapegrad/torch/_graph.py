@@ -525,18 +525,29 @@ def run_backward(roots: list[Any], seeds: list[Any], retain_graph: bool, create_
 def _reachable(roots: list[Any]) -> list[Any]:
     """The entries reachable from ``roots``, by descending index (PyTorch's
     sequence-number order): one pass collecting them, then one sort, which
-    costs less per entry than keeping a heap."""
+    costs less per entry than keeping a heap. A run of one-parent entries (a
+    chain of unary ops) is followed link by link, without the stack."""
     stack = [n for n in roots if n.prim is not None]
     seen = set(stack)
     found: list[Any] = []
     pop, push, add, keep = stack.pop, stack.append, seen.add, found.append
     while stack:
         node = pop()
-        keep(node)
-        for p in node.parents:
-            if p.prim is not None and p not in seen:
+        while True:
+            keep(node)
+            parents = node.parents
+            if len(parents) == 1:
+                p = parents[0]
+                if p.prim is None or p in seen:
+                    break
                 add(p)
-                push(p)
+                node = p
+                continue
+            for p in parents:
+                if p.prim is not None and p not in seen:
+                    add(p)
+                    push(p)
+            break
     found.sort(key=_index, reverse=True)
     return found
 

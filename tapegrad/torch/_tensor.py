@@ -150,6 +150,10 @@ _SUM: Any = _w.sum.primitive  # type: ignore[attr-defined]
 _MEAN: Any = P.mean.primitive  # type: ignore[attr-defined]
 _MATMUL: Any = _w.matmul.primitive  # type: ignore[attr-defined]
 _LOGSUMEXP: Any = _w.logsumexp.primitive  # type: ignore[attr-defined]
+_ADD: Any = _w.add.primitive  # type: ignore[attr-defined]
+_SUB: Any = _w.subtract.primitive  # type: ignore[attr-defined]
+_MUL: Any = _w.multiply.primitive  # type: ignore[attr-defined]
+_DIV: Any = _w.divide.primitive  # type: ignore[attr-defined]
 
 
 def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None = None) -> Tensor | None:
@@ -985,22 +989,28 @@ class Tensor:
     # --- arithmetic ----------------------------------------------------------------------------------
     def _arith(self, other: Any, fn: Any, name: str, div: builtins.bool = False) -> Tensor:
         """``fn(self, other)`` with PyTorch's promotion, named ``name``."""
-        if type(other) is builtins.float:  # a float tensor times a float: nothing to promote
-            t = _rec_s(fn.primitive, self, other, name)
-            if t is not None:
-                return t
         a, b, o = _operands(self, other, div)
         t = _rec2(fn.primitive, a, b, name, (self, o))
         if t is not None:
             return t
         return _result(fn(a, b), name, (self, o))
 
+    # A float tensor and a Python float (x * 1.0001) need no promotion: the
+    # operators try _rec_s first, before _arith's general path.
     def __add__(self, other: Any) -> Tensor:
+        if type(other) is builtins.float:
+            t = _rec_s(_ADD, self, other, "AddBackward0")
+            if t is not None:
+                return t
         return self._arith(other, _w.add, "AddBackward0")
 
     __radd__ = __add__
 
     def __sub__(self, other: Any) -> Tensor:
+        if type(other) is builtins.float:
+            t = _rec_s(_SUB, self, other, "SubBackward0")
+            if t is not None:
+                return t
         return self._arith(other, _w.subtract, "SubBackward0")
 
     def __rsub__(self, other: Any) -> Tensor:
@@ -1008,11 +1018,19 @@ class Tensor:
         return _result(_w.subtract(b, a), "RsubBackward1", (self,))
 
     def __mul__(self, other: Any) -> Tensor:
+        if type(other) is builtins.float:
+            t = _rec_s(_MUL, self, other, "MulBackward0")
+            if t is not None:
+                return t
         return self._arith(other, _w.multiply, "MulBackward0")
 
     __rmul__ = __mul__
 
     def __truediv__(self, other: Any) -> Tensor:
+        if type(other) is builtins.float:
+            t = _rec_s(_DIV, self, other, "DivBackward0")
+            if t is not None:
+                return t
         return self._arith(other, _w.divide, "DivBackward0", div=True)
 
     def __rtruediv__(self, other: Any) -> Tensor:
