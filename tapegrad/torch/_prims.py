@@ -92,25 +92,34 @@ defjvp(linear,
 
 def _shifted(x: Any, axis: int) -> Any:
     """``x`` minus its maximum along ``axis`` (0 where that is not finite)."""
+    if type(x) is np.ndarray:  # the ufuncs' own reductions: fromnumeric's wrappers cost as much
+        if x.size:
+            m = np.maximum.reduce(x, axis, keepdims=True)
+            return x - np.where(np.isfinite(m), m, 0)
+        return x - 0
     xp = array_module(x)
-    if xp is np and x.size:
-        m = np.maximum.reduce(x, axis, keepdims=True)
-    else:
-        m = xp.max(x, axis=axis, keepdims=True) if x.size else xp.zeros((1,) * x.ndim, x.dtype)
+    m = xp.max(x, axis=axis, keepdims=True) if x.size else xp.zeros((1,) * x.ndim, x.dtype)
     return x - xp.where(xp.isfinite(m), m, 0)
 
 
+def _sum_kept(x: Any, axis: int) -> Any:
+    if type(x) is np.ndarray:
+        return np.add.reduce(x, axis, keepdims=True)
+    return array_module(x).sum(x, axis=axis, keepdims=True)
+
+
 def _log_softmax(x: Any, axis: int) -> Any:
-    xp = array_module(x)
     s = _shifted(x, axis)
-    s -= xp.log(xp.sum(xp.exp(s), axis=axis, keepdims=True))
+    e = np.exp(s) if type(s) is np.ndarray else array_module(s).exp(s)
+    lse = _sum_kept(e, axis)
+    s -= np.log(lse) if type(lse) is np.ndarray else array_module(lse).log(lse)
     return s
 
 
 def _softmax(x: Any, axis: int) -> Any:
-    xp = array_module(x)
-    e = xp.exp(_shifted(x, axis))
-    e /= xp.sum(e, axis=axis, keepdims=True)
+    s = _shifted(x, axis)
+    e = np.exp(s) if type(s) is np.ndarray else array_module(s).exp(s)
+    e /= _sum_kept(e, axis)
     return e
 
 

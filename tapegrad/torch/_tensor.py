@@ -277,28 +277,30 @@ def _rec(prim: Any, vals: Sequence[Any], name: str, ins: Sequence[Any], pos: Seq
     one-input node ``name`` the op fuses in, see ``FNode``)."""
     if not GT.active:
         return None
-    raw = list(vals)
+    raw: list[Any] = []
     parents: list[Any] = []
-    where: dict[Any, int] = {}  # index in vals -> index in parents
-    for i, v in enumerate(vals):
+    nums: list[int] = []  # the positions in vals of the traced values, in parents' order
+    for v in vals:
         if type(v) is Traced:
             a = v._value
             if v._tape is not GT or type(a) is Traced:
                 return None
-            raw[i] = a
-            where[i] = len(parents)
+            nums.append(len(raw))
             parents.append(v._node)
+            raw.append(a)
+        else:
+            raw.append(v)
     if not parents:
         return None
-    ans = prim.fun(*raw, **kwargs) if kwargs else prim.fun(*raw)
+    kw = kwargs or _NO_KW
+    ans = prim.fun(*raw, **kw)
     if type(ans) is not ndarray and isinstance(ans, _generic):
         ans = np.asarray(ans)
     out = Traced(ans, GT, None)
     table = prim.vjps
-    kw = kwargs or _NO_KW
-    vjps = tuple([(table.get(i) or prim.vjp_maker(i))(out, *vals, **kw) for i in where])
-    lay = tuple([where.get(j) if type(j) is int or j is None
-                 else (j[0], where[j[1]]) if j[1] in where else None for j in pos])
+    vjps = tuple([(table.get(i) or prim.vjp_maker(i))(out, *vals, **kw) for i in nums])
+    lay = tuple([None if j is None or (j if type(j) is int else j[1]) not in nums
+                 else nums.index(j) if type(j) is int else (j[0], nums.index(j[1])) for j in pos])
     vers = None
     kept: list[Any] = []
     for x in ins:
@@ -1441,7 +1443,7 @@ class Tensor:
         a = self._value if dtype is None else _cast(self._value, D.to_np(dtype))
         if a.dtype.kind in "biu":
             a = _cast(a, _default_float())
-        t = _rec(fn.primitive, (a, dim), name, (self,), _FIRST)
+        t = _rec1(fn.primitive, a, name, self, {"axis": dim})
         if t is not None:
             return t
         return _result(fn(a, dim), name, (self,))

@@ -50,9 +50,9 @@ def _seeds(outputs: list[Tensor], grads: list[Any], who: str) -> list[Any]:
         if not (type(v) is Traced and v._tape is GT):
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         if g is None:
-            if t.numel() != 1:
+            if v.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            seeds.append(np.ones(v.shape, dtype=v.dtype))
+            seeds.append(np.array(1, v.dtype) if not v.shape else np.ones(v.shape, dtype=v.dtype))
             continue
         gv = _v(g)
         if not hasattr(gv, "shape"):
@@ -134,13 +134,14 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
                     g = ct[key]
                     _accumulate(t, _leaf_hooks(t, g) if t.is_leaf else g, create_graph, seen)
             return
+        hooked = bool(tensor_hooks)
         for i, g in ct.items():
             if i < 0:
                 continue
             t = leaf_tensor(i)
             if t is None or t._grad_fn is not None:
                 continue
-            _accumulate(t, _leaf_hooks(t, g), create_graph, seen)
+            _accumulate(t, _leaf_hooks(t, g) if hooked else g, create_graph, seen)
     finally:
         GT.active = prev
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from tapegrad.numpy import wrap as _w
 from tapegrad.torch import _prims as P
-from tapegrad.torch._tensor import _FIRST, Tensor, _promote, _rec, _result
+from tapegrad.torch._tensor import Tensor, _promote, _rec, _rec1, _result
 from tapegrad.tracer import value
 
 __all__ = [
@@ -152,12 +152,11 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
             f"expected target dtype to be Long or Byte, but got {target.dtype_legacy_name()[:-6]}")
     cls_axis = 0 if lp.ndim == 1 else 1
     mask = _nll_mask(lp.shape, lp.dtype, t, weight, ignore_index, reduction == "mean")
-    axis = cls_axis if reduction == "none" else None
-    vals = (lp, mask, axis)
-    out = _rec(_NLL, vals, "NllLossBackward0", (input,), _FIRST)
+    kw = {"mask": mask, "axis": cls_axis if reduction == "none" else None}
+    out = _rec1(_NLL, lp, "NllLossBackward0", input, kw)
     if out is not None:
         return out
-    return _result(P.nll(*vals), "NllLossBackward0", (input,))
+    return _result(P.nll(lp, **kw), "NllLossBackward0", (input,))
 
 
 def _nll_mask(shape: tuple[int, ...], dtype: Any, t: Any, weight: Tensor | None, ignore_index: int,
