@@ -456,6 +456,49 @@ def test_adam_two_steps_by_hand() -> None:
         assert np.allclose(a, b, rtol=1e-13)
 
 
+def test_adam_whole_group_update_is_the_per_parameter_one() -> None:
+    """Adam updates a group at once on flat buffers when it can; the result is
+    the per-parameter update's (foreach=False) bit for bit, also across a step
+    where one parameter has no gradient, and after load_state_dict."""
+    def run(foreach):  # noqa: ANN001, ANN202
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3))
+        opt = torch.optim.Adam(model.parameters(), lr=0.05, betas=(0.8, 0.9), foreach=foreach)
+        x, y = torch.randn(6, 5), torch.tensor([0, 1, 2, 0, 1, 2])
+        for k in range(6):
+            opt.zero_grad()
+            nn.CrossEntropyLoss()(model(x), y).backward()
+            if k == 3:
+                model[2].bias.grad = None  # its step count falls behind from here
+            if k == 4:
+                opt.load_state_dict(opt.state_dict())
+            opt.step()
+        return [p.detach().numpy().copy() for p in model.parameters()], opt
+
+    flat, opt = run(None)
+    each, _ = run(False)
+    for a, b in zip(flat, each):
+        np.testing.assert_array_equal(a, b)
+    steps = [opt.state[p]["step"].item() for p in opt.param_groups[0]["params"]]
+    assert steps == [6.0, 6.0, 6.0, 5.0]
+
+    def steps_together(foreach):  # noqa: ANN001, ANN202
+        torch.manual_seed(1)
+        lin = nn.Linear(3, 2)
+        opt = torch.optim.Adam(lin.parameters(), lr=0.1, foreach=foreach)
+        for _ in range(3):
+            opt.zero_grad()
+            lin(torch.randn(4, 3)).pow(2).sum().backward()
+            opt.step()
+        state = opt.state[lin.weight]
+        return lin.weight.detach().numpy().copy(), state["exp_avg"].shape, state["exp_avg_sq"].numpy().copy()
+
+    a, b = steps_together(None), steps_together(False)
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[2], b[2])
+    assert a[1] == b[1] == torch.Size([2, 3])
+
+
 def test_optimizer_api() -> None:
     lin = nn.Linear(3, 2)
     opt = torch.optim.SGD([{"params": [lin.weight]}, {"params": [lin.bias], "lr": 0.5}], lr=0.1, momentum=0.9)
