@@ -294,10 +294,13 @@ z = torch.tensor([[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]], requires_grad=True)
 y = torch.tensor([2, 0])
 for loss in (F.cross_entropy(z, y), F.cross_entropy(z, y, reduction='none'),
              F.cross_entropy(z, y, weight=torch.tensor([1.0, 2.0, 0.5]), reduction='sum'),
-             F.nll_loss(z.log_softmax(1, dtype=torch.float64), y), F.cross_entropy(z[0], y[0])):
+             F.nll_loss(z.log_softmax(1, dtype=torch.float64), y), F.cross_entropy(z[0], y[0]),
+             F.cross_entropy(z, y, ignore_index=0), F.cross_entropy(z, y, ignore_index=0, reduction='sum')):
     tree(loss.grad_fn)
+    z.grad = None
     loss.sum().backward()
     print(loss, z.grad)
+print(F.cross_entropy(z, y, ignore_index=0, reduction='none'), F.cross_entropy(z, torch.tensor([0, 0]), ignore_index=0))
 def attempt(label, fn):
     try:
         fn()

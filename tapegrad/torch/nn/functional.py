@@ -183,6 +183,8 @@ def _nll_mask(shape: tuple[int, ...], dtype: Any, t: Any, weight: Tensor | None,
     else:
         sample_w = np.where(valid, np.asarray(value(weight._value), dtype)[safe], 0).astype(dtype)
     sample_w = sample_w / -sample_w.sum() if mean else -sample_w
+    if not mean or valid.any():  # (every sample ignored: 'mean' is 0/0, nan as in PyTorch)
+        sample_w = np.where(valid, sample_w, 0)  # an ignored sample weighs +0, not -0 (as PyTorch's gradient)
     if len(shape) == 1:
         mask[safe] = sample_w
     elif len(shape) == 2:
