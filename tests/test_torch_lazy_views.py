@@ -116,3 +116,28 @@ def test_the_graph_keeps_only_what_rules_saved() -> None:
     assert ref() is not None
     with pytest.raises(RuntimeError, match=VERSION_ERROR):
         y.sum().backward()
+
+
+def test_backward_order_is_descending_over_random_graphs() -> None:
+    """The entries a backward walks: every reachable one, once, newest first."""
+    import random
+
+    from tapegrad.torch._graph import _reachable
+
+    rng = random.Random(0)
+    for _ in range(30):
+        x = torch.tensor([0.5, 1.5], requires_grad=True)
+        ts = [x]
+        for _ in range(rng.randrange(1, 25)):
+            a, b = rng.choice(ts), rng.choice(ts)
+            ts.append(rng.choice([lambda: a.sin(), lambda: a * b, lambda: a + 1.0, lambda: (a - b).exp()])())
+        roots = [t._value._node for t in rng.sample(ts[1:], min(3, len(ts) - 1))]
+        want, todo = set(), list(roots)
+        while todo:
+            n = todo.pop()
+            if n.prim is not None and n not in want:
+                want.add(n)
+                todo.extend(n.parents)
+        got = _reachable(roots)
+        assert set(got) == want and len(got) == len(want)
+        assert [n.index for n in got] == sorted((n.index for n in want), reverse=True)

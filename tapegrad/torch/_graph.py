@@ -526,14 +526,18 @@ def _reachable(roots: list[Any]) -> list[Any]:
     """The entries reachable from ``roots``, by descending index (PyTorch's
     sequence-number order): one pass collecting them, then one sort, which
     costs less per entry than keeping a heap. A run of one-parent entries (a
-    chain of unary ops) is followed link by link, without the stack."""
+    chain of unary ops) is followed link by link, without the stack; the
+    sort is skipped when the pass found them in order already (a chain)."""
     stack = [n for n in roots if n.prim is not None]
     seen = set(stack)
     found: list[Any] = []
     pop, push, add, keep = stack.pop, stack.append, seen.add, found.append
+    ordered = True
     while stack:
         node = pop()
-        while True:
+        if found and node.index > found[-1].index:
+            ordered = False
+        while True:  # (a parent's index is below its child's: a link keeps the order)
             keep(node)
             parents = node.parents
             if len(parents) == 1:
@@ -548,7 +552,8 @@ def _reachable(roots: list[Any]) -> list[Any]:
                     add(p)
                     push(p)
             break
-    found.sort(key=_index, reverse=True)
+    if not ordered:
+        found.sort(key=_index, reverse=True)
     return found
 
 
