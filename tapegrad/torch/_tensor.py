@@ -144,7 +144,6 @@ _LAY1: tuple[int | None, ...] = (0,)  # one tensor
 _LAY_S: tuple[int | None, ...] = (0, None)  # a tensor and a scalar PyTorch lists
 _LAY2: tuple[int | None, ...] = (0, 1)
 _LAY_B: tuple[int | None, ...] = (None, 0)
-_FIRST = (0,)  # for _rec: the grad_fn's one input is the op's first argument
 # primitives with a fast recording path besides the unary and arithmetic ones
 _SUM: Any = _w.sum.primitive  # type: ignore[attr-defined]
 _MEAN: Any = P.mean.primitive  # type: ignore[attr-defined]
