@@ -1,9 +1,10 @@
 """``torch.nn.functional``: activations, ``linear`` and losses.
 
 Each function is a tensor method, or a few ``tapegrad.numpy`` calls on the
-tensors' values whose result gets the ``grad_fn`` name PyTorch gives it
-(``AddmmBackward0``, ``NllLossBackward0``, ``MseLossBackward0``). No gradient
-rule lives here: the tape differentiates the calls.
+tensors' values (``linear`` and ``nll_loss``: one facade primitive of
+``tapegrad.torch._prims`` each) whose result gets the ``grad_fn`` name
+PyTorch gives it (``AddmmBackward0``, ``NllLossBackward0``,
+``MseLossBackward0``). No gradient rule lives here.
 
 Example:
     >>> import tapegrad.torch.nn.functional as F
@@ -201,7 +202,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     """Cross-entropy of logits ``input`` (classes on axis 1) and ``target``.
 
     ``target`` holds integer class indices (``nll_loss(log_softmax(input, 1),
-    target)``, stable through ``logsumexp``) or class probabilities of
+    target)``, stable for large logits) or class probabilities of
     ``input``'s shape. ``reduction`` is ``'mean'``, ``'sum'`` or ``'none'``.
 
     Example:
