@@ -79,9 +79,15 @@ def _sign_or_phase(x: Any) -> Any:
     return np.sign(v)
 
 
+def _same(g: Any) -> Any:
+    """The rule of an argument whose cotangent is the output's (``x + y``,
+    ``+x``, ``copy``): one shared function rather than a closure per op."""
+    return g
+
+
 # --- elementwise ------------------------------------------------------------------------------
 defvjp(w.negative,   lambda ans, x: lambda g: -g)
-defvjp(w.positive,   lambda ans, x: lambda g: g)
+defvjp(w.positive,   lambda ans, x: _same)
 defvjp(w.absolute,   lambda ans, x: lambda g: g * _sign_or_phase(x))
 defvjp(w.sqrt,       lambda ans, x: lambda g: g * 0.5 / ans)
 defvjp(w.cbrt,       lambda ans, x: lambda g: g / (3 * ans * ans))
@@ -109,7 +115,7 @@ defvjp(w.reciprocal, lambda ans, x: lambda g: -g * ans * ans)
 defvjp(w.deg2rad,    lambda ans, x: lambda g: g * (np.pi / 180))
 defvjp(w.rad2deg,    lambda ans, x: lambda g: g * (180 / np.pi))
 defvjp(w.conjugate,  lambda ans, x: lambda g: w.conjugate(g))
-defvjp(w.real,       lambda ans, x: lambda g: g)
+defvjp(w.real,       lambda ans, x: _same)
 defvjp(w.imag,       lambda ans, x: (lambda g: -1j * g) if np.iscomplexobj(value(x)) else (lambda g: 0 * g))
 
 
@@ -146,9 +152,9 @@ def _vjp_sinc(ans: Any, x: Any) -> Vjp:
 defvjp(w.sinc, _vjp_sinc)
 
 # --- elementwise, several arguments (the engine unbroadcasts) --------------------------------------
-defvjp(w.add,        lambda ans, x, y: lambda g: g,
-                     lambda ans, x, y: lambda g: g)
-defvjp(w.subtract,   lambda ans, x, y: lambda g: g,
+defvjp(w.add,        lambda ans, x, y: _same,
+                     lambda ans, x, y: _same)
+defvjp(w.subtract,   lambda ans, x, y: _same,
                      lambda ans, x, y: lambda g: -g)
 defvjp(w.multiply,   lambda ans, x, y: lambda g: g * y,
                      lambda ans, x, y: lambda g: g * x)
@@ -172,9 +178,9 @@ defvjp(w.logaddexp,  lambda ans, x, y: lambda g: g * w.exp(x - ans),
                      lambda ans, x, y: lambda g: g * w.exp(y - ans))
 defvjp(w.logaddexp2, lambda ans, x, y: lambda g: g * w.exp2(x - ans),
                      lambda ans, x, y: lambda g: g * w.exp2(y - ans))
-defvjp(w.remainder,  lambda ans, x, y: lambda g: g,
+defvjp(w.remainder,  lambda ans, x, y: _same,
                      lambda ans, x, y: lambda g: -g * np.floor_divide(value(x), value(y)))
-defvjp(w.fmod,       lambda ans, x, y: lambda g: g,
+defvjp(w.fmod,       lambda ans, x, y: _same,
                      lambda ans, x, y: lambda g: -g * np.trunc(value(x) / value(y)))
 
 
@@ -284,8 +290,8 @@ defvjp(w.logsumexp, _vjp_logsumexp)
 
 # --- shape ------------------------------------------------------------------------------------
 defvjp(w.reshape_c,  lambda ans, x, shape: lambda g: w.reshape_c(g, g.shape[: _nb(g, ans)] + x.shape))
-defvjp(w.copy,       lambda ans, x: lambda g: g)
-defvjp(w.astype_float, lambda ans, x, dtype: lambda g: g)
+defvjp(w.copy,       lambda ans, x: _same)
+defvjp(w.astype_float, lambda ans, x, dtype: _same)
 
 
 def transpose_batched(g: Any, perm: tuple[int, ...], nb: int) -> Any:
