@@ -8,8 +8,8 @@ nodes by descending index, never recursing and never sorting the tape.
 from __future__ import annotations
 
 import gc
-import heapq
 import itertools
+import operator
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -428,20 +428,38 @@ def add_seed(seeds: dict[int, Any], index: int, g: Any) -> None:
 # --- the reverse replay ------------------------------------------------------------
 
 
-def reachable(roots: Iterable[Node]) -> Iterator[Node]:
-    """Entries reachable from ``roots``, by descending index (a heap, as PyTorch
-    walks its sequence numbers): for graphs owned by their values, not a tape."""
-    heap = [(-n.index, n) for n in roots if n.prim is not None]
-    heapq.heapify(heap)
-    seen = {n.index for _, n in heap}
-    pop, push = heapq.heappop, heapq.heappush
-    while heap:
-        node = pop(heap)[1]
-        yield node
-        for p in node.parents:
-            if p.prim is not None and p.index not in seen:
-                seen.add(p.index)
-                push(heap, (-p.index, p))
+def reachable(roots: Iterable[Node]) -> list[Node]:
+    """Entries reachable from ``roots``, by descending index (the order
+    PyTorch walks its sequence numbers in): for graphs owned by their values,
+    not a tape. One pass collects them and one sort orders them, which costs
+    less per entry than a heap; a run of one-parent entries (a chain of
+    unary ops) is followed link by link, without the stack."""
+    stack = [n for n in roots if n.prim is not None]
+    seen = set(stack)
+    found: list[Node] = []
+    pop, push, add, keep = stack.pop, stack.append, seen.add, found.append
+    while stack:
+        node = pop()
+        while True:
+            keep(node)
+            parents = node.parents
+            if len(parents) == 1:
+                p = parents[0]
+                if p.prim is None or p in seen:
+                    break
+                add(p)
+                node = p
+                continue
+            for p in parents:
+                if p.prim is not None and p not in seen:
+                    add(p)
+                    push(p)
+            break
+    found.sort(key=_by_index, reverse=True)
+    return found
+
+
+_by_index = operator.attrgetter("index")
 
 
 # The engine's two primitives (the sum back to a shape, the cast), set by

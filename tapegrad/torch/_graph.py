@@ -12,14 +12,13 @@ walk (:func:`tapegrad.tape.backprop`) seeded at the root.
 from __future__ import annotations
 
 import functools
-import operator
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from tapegrad.tape import GraphTape, backprop, gc_paused, next_index
+from tapegrad.tape import GraphTape, backprop, gc_paused, next_index, reachable
 from tapegrad.tape import Node as CoreNode
 from tapegrad.tracer import Traced, value
 
@@ -496,7 +495,7 @@ def run_backward(roots: list[Any], seeds: list[Any], retain_graph: bool, create_
         cores.append(node)
         i = node.index
         ct[i] = ct[i] + s if i in ct else s
-    order = _reachable(cores)
+    order = reachable(cores)
     if order and _last_bump[0] > order[-1].index:  # an in-place op since this graph was made
         check_versions(order)
     hooks: dict[int, list[Callable[[Any], Any]]] | None = None
@@ -522,42 +521,6 @@ def run_backward(roots: list[Any], seeds: list[Any], retain_graph: bool, create_
     return out
 
 
-def _reachable(roots: list[Any]) -> list[Any]:
-    """The entries reachable from ``roots``, by descending index (PyTorch's
-    sequence-number order): one pass collecting them, then one sort, which
-    costs less per entry than keeping a heap. A run of one-parent entries (a
-    chain of unary ops) is followed link by link, without the stack; the
-    sort is skipped when the pass found them in order already (a chain)."""
-    stack = [n for n in roots if n.prim is not None]
-    seen = set(stack)
-    found: list[Any] = []
-    pop, push, add, keep = stack.pop, stack.append, seen.add, found.append
-    ordered = True
-    while stack:
-        node = pop()
-        if found and node.index > found[-1].index:
-            ordered = False
-        while True:  # (a parent's index is below its child's: a link keeps the order)
-            keep(node)
-            parents = node.parents
-            if len(parents) == 1:
-                p = parents[0]
-                if p.prim is None or p in seen:
-                    break
-                add(p)
-                node = p
-                continue
-            for p in parents:
-                if p.prim is not None and p not in seen:
-                    add(p)
-                    push(p)
-            break
-    if not ordered:
-        found.sort(key=_index, reverse=True)
-    return found
-
-
-_index = operator.attrgetter("index")
 
 
 def _capturer(store: dict[int, Any], i: int) -> Callable[[Any], Any]:
