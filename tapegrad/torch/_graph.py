@@ -49,6 +49,8 @@ class FNode(CoreNode):
     def __init__(self, index: int, shape: tuple[int, ...], dtype: Any, prim: Any,
                  parents: tuple[CoreNode, ...], vjps: Any, fn: Any = None, ins: Any = None,
                  lay: Any = None, vers: Any = None) -> None:
+        # the tape node's fields set here, not by Node.__init__: one call less
+        # on every facade op (this is the facade's per-op recording cost)
         self.index = index
         self.shape = shape
         self.dtype = dtype
