@@ -140,3 +140,31 @@ def test_batched_tangents(case: Case) -> None:
     jr = tg.jacrev(f, argnums=nums)(*args)
     for a, b in zip(tg.tree_flatten(jf)[0], tg.tree_flatten(jr)[0]):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+def test_product_with_an_identity_is_numpy_s(side: str, dtype: type) -> None:
+    # the identity shortcut of matmul (basis tangents of jacfwd / hessian)
+    # gives what np.matmul gives: values, dtype, a new C-ordered array
+    rng = np.random.default_rng(0)
+    eye = np.eye(80)
+    other = rng.standard_normal((80, 80)).astype(dtype)[:, ::-1]  # not C-ordered
+    a, b = (eye, other) if side == "left" else (other, eye)
+    got = tnp.matmul(a, b)
+    want = np.matmul(a, b)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype and got.flags.c_contiguous and got.flags.writeable
+    assert not np.shares_memory(got, other)
+    other[0, 0] = np.inf  # 0 * inf is nan in a real product: no shortcut then
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(tnp.matmul(a, b), np.matmul(a, b))
+
+
+def test_hessian_through_a_product_with_the_identity_basis() -> None:
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((70, 70)) / 9
+    x = rng.standard_normal(70)
+    t = np.tanh(A @ x)
+    want = A.T @ ((2 * (1 - t * t) ** 2 - 4 * t * t * (1 - t * t))[:, None] * A)
+    np.testing.assert_allclose(tg.hessian(lambda x: tnp.sum(tnp.tanh(A @ x) ** 2))(x), want, rtol=1e-10, atol=1e-12)

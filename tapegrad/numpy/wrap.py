@@ -274,12 +274,33 @@ setitem = primitive(_setitem, "setitem")
 def _matmul(a: Any, b: Any, **kwargs: Any) -> Any:
     """``np.matmul``, with a stack of matrices times one matrix done as ONE
     matrix product (NumPy loops over the stack; batched cotangents and
-    tangents make such stacks all the time)."""
+    tangents make such stacks all the time), and a product with an identity
+    matrix done as a copy (``jacfwd`` and ``hessian`` push the identity basis
+    of tangents through the first product: ``hessian(f)`` of ``f(A @ x)``
+    then costs one matrix product instead of two)."""
     if type(a) is np.ndarray and type(b) is np.ndarray and not kwargs:
         if b.ndim == 2 and a.ndim > 2 and a.flags.c_contiguous:
             return np.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
+        if a.ndim == 2 and b.ndim >= 2 and a.size >= _EYE_MIN and _is_identity(a) and np.isfinite(b).all():
+            return np.array(b, dtype=np.result_type(a, b), order="C")
+        if b.ndim == 2 and a.ndim >= 2 and b.size >= _EYE_MIN and _is_identity(b) and np.isfinite(a).all():
+            return np.array(a, dtype=np.result_type(a, b), order="C")
         return np.matmul(a, b)
     return array_module(a, b).matmul(a, b, **kwargs)
+
+
+_EYE_MIN = 64 * 64  # smaller products are cheap anyway
+
+
+def _is_identity(m: np.ndarray) -> bool:
+    """Is ``m`` an identity matrix? A few entries rule almost any other matrix
+    out at once; only then is the whole of it checked."""
+    n = m.shape[0]
+    if m.shape[1] != n or m.dtype.kind not in "fc":
+        return False
+    if m[0, 0] != 1 or m[n - 1, n - 1] != 1 or m[0, n - 1] != 0 or m[n - 1, 0] != 0 or m[1, 0] != 0:
+        return False
+    return bool(np.count_nonzero(m) == n and (m.diagonal() == 1).all())
 
 
 matmul = primitive(_matmul, "matmul")
