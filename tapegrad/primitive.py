@@ -233,13 +233,13 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
 
     def method(self: Traced, other: Any) -> Any:
         if type(other) is not Traced:
-            tape = self._tape
             x = self._value
-            if not tape.active and type(x) is not Traced:  # a stale value: plain arithmetic
-                return prim.fun(other, x) if reflected else prim.fun(x, other)
-            if tape.active and tape.record is None and type(x) is not Traced:
+            if type(x) is not Traced:
+                tape = self._tape
+                if not tape.active:  # a stale value: plain arithmetic
+                    return prim.fun(other, x) if reflected else prim.fun(x, other)
                 maker = prim.vjps.get(argnum)
-                if maker is not None:
+                if maker is not None and tape.record is None:
                     if reflected:
                         ans = prim.fun(other, x)
                         vjp = maker(ans, other, x)
