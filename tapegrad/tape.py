@@ -36,7 +36,9 @@ class Node:
     """One slot of a tape: a watched input (a leaf) or the output of an entry.
 
     An *entry* is a node with a primitive: it records its parent nodes (the
-    traced inputs) and one staged VJP closure per parent (the residuals).
+    traced inputs) and one staged VJP closure per parent (the residuals):
+    ``vjps`` is that closure itself for an entry with one parent (most have
+    one: no tuple to build per op), else a tuple of them, one per parent.
     """
 
     __slots__ = ("index", "shape", "dtype", "prim", "parents", "vjps", "__weakref__")
@@ -48,7 +50,7 @@ class Node:
         dtype: Any,
         prim: Any = None,
         parents: tuple[Node, ...] = (),
-        vjps: tuple[Callable[[Any], Any], ...] | None = None,
+        vjps: Any = None,
     ) -> None:
         self.index = index
         self.shape = shape
@@ -373,13 +375,8 @@ class GraphTape(threading.local):
         (not their values), so a replay can itself be recorded."""
         out = Traced(ans, self, None)
         table = prim.vjps
-        if len(argnums) == 1:
-            i = argnums[0]
-            parents: tuple[Node, ...] = (args[i]._node,)
-            vjps: tuple[Any, ...] = ((table.get(i) or prim.vjp_maker(i))(out, *args, **kwargs),)
-        else:
-            parents = tuple([args[i]._node for i in argnums])
-            vjps = tuple([(table.get(i) or prim.vjp_maker(i))(out, *args, **kwargs) for i in argnums])
+        parents = tuple([args[i]._node for i in argnums])
+        vjps = pack_rules([(table.get(i) or prim.vjp_maker(i))(out, *args, **kwargs) for i in argnums])
         out._node = Node(next_index(), ans.shape, ans.dtype, prim, parents, vjps)
         return out
 
@@ -399,6 +396,19 @@ def _describe(n: Node) -> str:
 
 
 # --- seeds, zeros --------------------------------------------------------------
+
+
+def pack_rules(rules: list[Callable[[Any], Any]]) -> Any:
+    """An entry's ``vjps`` from its rules, one per parent (see :class:`Node`)."""
+    return rules[0] if len(rules) == 1 else tuple(rules)
+
+
+def rules_of(e: Node) -> tuple[Callable[[Any], Any], ...]:
+    """The rules of entry ``e`` as a tuple, one per parent (none once freed)."""
+    vjps = e.vjps
+    if vjps is None:
+        return ()
+    return vjps if type(vjps) is tuple else (vjps,)
 
 
 def ones_seed(v: Any) -> Any:
@@ -545,7 +555,7 @@ def _walk_entries(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
         parents = e.parents
         if len(parents) == 1:  # the common case, unrolled: 10% of the walk's cost (no zip)
             p = parents[0]
-            c = vjps[0](g)
+            c = vjps(g)
             if c.shape != p.shape or (c.dtype is not p.dtype and c.dtype != p.dtype):
                 c = _fit(c, p, g, e)
             i = p.index

@@ -18,7 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.tape import GraphTape, backprop, gc_paused, next_index, reachable
+from tapegrad.tape import (
+    GraphTape,
+    backprop,
+    gc_paused,
+    next_index,
+    pack_rules,
+    reachable,
+    rules_of,
+)
 from tapegrad.tape import Node as CoreNode
 from tapegrad.tracer import Traced, value
 
@@ -73,7 +81,7 @@ class FacadeTape(GraphTape):
         out = Traced(ans, self, None)
         table = prim.vjps
         parents = tuple([args[i]._node for i in argnums])
-        vjps = tuple([(table.get(i) or prim.vjp_maker(i))(out, *args, **kwargs) for i in argnums])
+        vjps = pack_rules([(table.get(i) or prim.vjp_maker(i))(out, *args, **kwargs) for i in argnums])
         out._node = FNode(next_index(), ans.shape, ans.dtype, prim, parents, vjps)
         return out
 
@@ -400,8 +408,8 @@ tensor_hooks: weakref.WeakKeyDictionary[Any, list[Callable[[Any], Any]]] = weakr
 # --- saved tensors and their versions -----------------------------------------------------------
 
 
-def _closure_values(fns: Any) -> Iterator[Any]:
-    for f in fns or ():
+def _closure_values(core: Any) -> Iterator[Any]:
+    for f in rules_of(core):
         cells = getattr(f, "__closure__", None)
         for c in cells or ():
             try:
@@ -457,7 +465,7 @@ def saved_key(v: Any) -> Any:
 def _saved_value(core: Any, key: Any) -> Any:
     """What ``core``'s rules saved of ``key`` (a tape node: of its value;
     else the plain array itself), or None when they saved nothing of it."""
-    for c in _closure_values(core.vjps):
+    for c in _closure_values(core):
         if c is key or (type(c) is Traced and c._node is key):
             return c
     return None

@@ -20,7 +20,7 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad.numpy import wrap as _w
-from tapegrad.tape import next_index
+from tapegrad.tape import next_index, pack_rules
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _format
 from tapegrad.torch import _prims as P
@@ -181,7 +181,7 @@ def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None
         vjp = maker(out, v)
     ver = x._vc.v
     p = v._node
-    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, (p,), (vjp,),
+    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, (p,), vjp,
                              name, x if p.prim is None else x._vc, _LAY1, (ver,) if ver else None)
     t: Tensor = object.__new__(Tensor)
     t._value = out
@@ -206,7 +206,7 @@ def _rec_s(prim: Any, x: Tensor, s: Any, name: str) -> Tensor | None:
     ver = x._vc.v
     p = v._node
     out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, (p,),
-                             ((prim.vjps.get(0) or prim.vjp_maker(0))(out, v, s),),
+                             (prim.vjps.get(0) or prim.vjp_maker(0))(out, v, s),
                              name, x if p.prim is None else x._vc, _LAY_S, (ver, 0) if ver else None)
     t: Tensor = object.__new__(Tensor)
     t._value = out
@@ -245,14 +245,14 @@ def _rec2(prim: Any, a: Any, b: Any, name: str, ins: Sequence[Any]) -> Tensor | 
     table = prim.vjps
     if ta and tb:
         parents: tuple[Any, ...] = (a._node, b._node)
-        vjps: tuple[Any, ...] = ((table.get(0) or prim.vjp_maker(0))(out, a, b),
-                                 (table.get(1) or prim.vjp_maker(1))(out, a, b))
+        vjps: Any = ((table.get(0) or prim.vjp_maker(0))(out, a, b),
+                     (table.get(1) or prim.vjp_maker(1))(out, a, b))
         lay = _LAY2
     elif ta:
-        parents, vjps = (a._node,), ((table.get(0) or prim.vjp_maker(0))(out, a, b),)
+        parents, vjps = (a._node,), (table.get(0) or prim.vjp_maker(0))(out, a, b)
         lay = _LAY_S
     else:
-        parents, vjps = (b._node,), ((table.get(1) or prim.vjp_maker(1))(out, a, b),)
+        parents, vjps = (b._node,), (table.get(1) or prim.vjp_maker(1))(out, a, b)
         lay = _LAY_B
     x0, x1 = ins
     vers = None
@@ -297,7 +297,7 @@ def _rec(prim: Any, vals: Sequence[Any], name: str, ins: Sequence[Any], pos: Seq
         ans = np.asarray(ans)
     out = Traced(ans, GT, None)
     table = prim.vjps
-    vjps = tuple([(table.get(i) or prim.vjp_maker(i))(out, *vals, **kw) for i in nums])
+    vjps = pack_rules([(table.get(i) or prim.vjp_maker(i))(out, *vals, **kw) for i in nums])
     lay = tuple([None if j is None or (j if type(j) is int else j[1]) not in nums
                  else nums.index(j) if type(j) is int else (j[0], nums.index(j[1])) for j in pos])
     vers = None

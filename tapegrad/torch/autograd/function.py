@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad.primitive import Primitive
-from tapegrad.tape import next_index
+from tapegrad.tape import next_index, pack_rules
 from tapegrad.torch._graph import GT, FNode, Node, version_message
 from tapegrad.torch._tensor import Tensor, _edge, _new, _v
 from tapegrad.tracer import Traced, value
@@ -155,7 +155,7 @@ class Function(metaclass=_FunctionMeta):
 
             arr = value(o._value)
             core = FNode(next_index(), arr.shape, arr.dtype, cls._primitive, parents,
-                         tuple(make(i) for i, _ in diff), (node, k))
+                         pack_rules([make(i) for i, _ in diff]), (node, k))
             t = _new(Traced(arr, GT, core))
             t._grad_fn = node
             t._nr = k
