@@ -138,7 +138,7 @@ def _apply(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     if tape.record is not None:
         return tape.record(prim, ans, args, raw, kwargs,
                            [i for i, a in enumerate(args) if type(a) is Traced and a._tape is tape])
-    node = Node(next_index(), ans.shape, ans.dtype, prim, tuple(parents),
+    node = Node(next_index(), ans.shape, ans.dtype, prim, pack_rules(parents),
                 pack_rules([m(ans, *raw, **kwargs) for m in makers]))
     tape._append(node)
     return Traced(ans, tape, node)
@@ -151,7 +151,7 @@ def record(tape: Any, prim: Primitive, ans: Any, args: Sequence[Any], raw: Seque
     entries itself (custom rules, checkpoint); ops go through ``_apply``."""
     if tape.record is not None:
         return tape.record(prim, ans, args, raw, kwargs, argnums)
-    node = Node(next_index(), ans.shape, ans.dtype, prim, tuple([args[i]._node for i in argnums]),
+    node = Node(next_index(), ans.shape, ans.dtype, prim, pack_rules([args[i]._node for i in argnums]),
                 pack_rules([prim.vjp_maker(i)(ans, *raw, **kwargs) for i in argnums]))
     tape._append(node)
     return Traced(ans, tape, node)
@@ -205,16 +205,17 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
     if tape.record is not None:
         return tape.record(prim, ans, (a, b), (x, y), kwargs, (0, 1) if ta and tb else ((0,) if ta else (1,)))
     table = prim.vjps
-    vjps: Any  # the rule, or a tuple of the two (see Node)
+    parents: Any  # the node and its rule, or tuples of the two (see Node)
+    vjps: Any
     if ta and tb:
-        parents: tuple[Node, ...] = (a._node, b._node)
+        parents = (a._node, b._node)
         vjps = ((table.get(0) or prim.vjp_maker(0))(ans, x, y, **kwargs),
                 (table.get(1) or prim.vjp_maker(1))(ans, x, y, **kwargs))
     elif ta:
-        parents = (a._node,)
+        parents = a._node
         vjps = (table.get(0) or prim.vjp_maker(0))(ans, x, y, **kwargs)
     else:
-        parents = (b._node,)
+        parents = b._node
         vjps = (table.get(1) or prim.vjp_maker(1))(ans, x, y, **kwargs)
     node = Node(next_index(), ans.shape, ans.dtype, prim, parents, vjps)
     tape._append(node)
@@ -246,7 +247,7 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
                     else:
                         ans = prim.fun(x, other)
                         vjp = maker(ans, x, other)
-                    node = Node(next_index(), ans.shape, ans.dtype, prim, (self._node,), vjp)
+                    node = Node(next_index(), ans.shape, ans.dtype, prim, self._node, vjp)
                     tape._append(node)
                     return Traced(ans, tape, node)
         if reflected:
@@ -274,7 +275,7 @@ def _apply1(prim: Primitive, a: Traced, kwargs: dict[str, Any]) -> Any:
     if tape.record is not None:
         return tape.record(prim, ans, (a,), (x,), kwargs, (0,))
     maker = prim.vjps.get(0) or prim.vjp_maker(0)
-    node = Node(next_index(), ans.shape, ans.dtype, prim, (a._node,),
+    node = Node(next_index(), ans.shape, ans.dtype, prim, a._node,
                 maker(ans, x, **kwargs) if kwargs else maker(ans, x))
     tape._append(node)
     return Traced(ans, tape, node)

@@ -36,9 +36,10 @@ class Node:
     """One slot of a tape: a watched input (a leaf) or the output of an entry.
 
     An *entry* is a node with a primitive: it records its parent nodes (the
-    traced inputs) and one staged VJP closure per parent (the residuals):
-    ``vjps`` is that closure itself for an entry with one parent (most have
-    one: no tuple to build per op), else a tuple of them, one per parent.
+    traced inputs) and one staged VJP closure per parent (the residuals).
+    Most entries have one parent: ``parents`` and ``vjps`` are then that node
+    and that closure themselves (no tuple to build per op), else tuples of
+    them in the same order (see :func:`parents_of`, :func:`rules_of`).
     """
 
     __slots__ = ("index", "shape", "dtype", "prim", "parents", "vjps", "__weakref__")
@@ -49,7 +50,7 @@ class Node:
         shape: tuple[int, ...],
         dtype: Any,
         prim: Any = None,
-        parents: tuple[Node, ...] = (),
+        parents: Any = (),
         vjps: Any = None,
     ) -> None:
         self.index = index
@@ -66,7 +67,7 @@ class Node:
 
     @property
     def inputs(self) -> tuple[int, ...]:
-        return tuple(p.index for p in self.parents)
+        return tuple(p.index for p in parents_of(self))
 
     @property
     def outputs(self) -> tuple[int, ...]:
@@ -322,7 +323,7 @@ class Tape:
         if self.leaves:
             lines.append("# inputs: " + ", ".join(self._input_label(n, names) for n in self.leaves))
         for e in self.entries:
-            args = ", ".join(names.get(p.index, f"%?{p.index}") for p in e.parents)
+            args = ", ".join(names.get(p.index, f"%?{p.index}") for p in parents_of(e))
             lines.append(f"{names[e.index]} = {e.primitive}({args})    # {_describe(e)}")
         return "\n".join(lines)
 
@@ -340,7 +341,7 @@ class Tape:
             lines.append(f'  n{n.index} [label="{label}", shape=ellipse];')
         for e in self.entries:
             lines.append(f'  n{e.index} [label="{names[e.index]} = {e.primitive}\\n{_describe(e)}"];')
-            for p in e.parents:
+            for p in parents_of(e):
                 lines.append(f"  n{p.index} -> n{e.index};")
         lines.append("}")
         return "\n".join(lines)
@@ -375,7 +376,7 @@ class GraphTape(threading.local):
         (not their values), so a replay can itself be recorded."""
         out = Traced(ans, self, None)
         table = prim.vjps
-        parents = tuple([args[i]._node for i in argnums])
+        parents = pack_rules([args[i]._node for i in argnums])
         vjps = pack_rules([(table.get(i) or prim.vjp_maker(i))(out, *args, **kwargs) for i in argnums])
         out._node = Node(next_index(), ans.shape, ans.dtype, prim, parents, vjps)
         return out
@@ -398,9 +399,16 @@ def _describe(n: Node) -> str:
 # --- seeds, zeros --------------------------------------------------------------
 
 
-def pack_rules(rules: list[Callable[[Any], Any]]) -> Any:
-    """An entry's ``vjps`` from its rules, one per parent (see :class:`Node`)."""
-    return rules[0] if len(rules) == 1 else tuple(rules)
+def pack_rules(items: list[Any]) -> Any:
+    """An entry's ``parents`` or ``vjps`` from a list, one per parent: the
+    item itself when there is one, else a tuple (see :class:`Node`)."""
+    return items[0] if len(items) == 1 else tuple(items)
+
+
+def parents_of(e: Node) -> tuple[Node, ...]:
+    """The parent nodes of entry ``e`` as a tuple."""
+    parents = e.parents
+    return parents if type(parents) is tuple else (parents,)
 
 
 def rules_of(e: Node) -> tuple[Callable[[Any], Any], ...]:
@@ -453,8 +461,8 @@ def reachable(roots: Iterable[Node]) -> list[Node]:
         while True:
             keep(node)
             parents = node.parents
-            if len(parents) == 1:
-                p = parents[0]
+            if type(parents) is not tuple:
+                p = parents
                 if p.prim is None or p in seen:
                     break
                 add(p)
@@ -553,8 +561,8 @@ def _walk_entries(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
             for hook in hooks[e.index]:
                 g = hook(g)
         parents = e.parents
-        if len(parents) == 1:  # the common case, unrolled: 10% of the walk's cost (no zip)
-            p = parents[0]
+        if type(parents) is not tuple:  # one parent, the common case: no zip
+            p = parents
             c = vjps(g)
             if c.shape != p.shape or (c.dtype is not p.dtype and c.dtype != p.dtype):
                 c = _fit(c, p, g, e)

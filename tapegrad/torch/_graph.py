@@ -24,6 +24,7 @@ from tapegrad.tape import (
     gc_paused,
     next_index,
     pack_rules,
+    parents_of,
     reachable,
     rules_of,
 )
@@ -80,7 +81,7 @@ class FacadeTape(GraphTape):
         (not their values), so a replay can itself be recorded."""
         out = Traced(ans, self, None)
         table = prim.vjps
-        parents = tuple([args[i]._node for i in argnums])
+        parents = pack_rules([args[i]._node for i in argnums])
         vjps = pack_rules([(table.get(i) or prim.vjp_maker(i))(out, *args, **kwargs) for i in argnums])
         out._node = FNode(next_index(), ans.shape, ans.dtype, prim, parents, vjps)
         return out
@@ -310,7 +311,7 @@ def view_of(core: Any) -> Node:
         return core_view(core)
     if type(fn) is str:
         view: Any = object.__new__(node_class(fn))
-        parents = core.parents
+        parents = parents_of(core)
         view._edges = tuple([(None, 0) if j is None else edge_of(parents[j], x) if type(j) is int
                              else _fused_edge(j[0], edge_of(parents[j[1]], x))
                              for x, j in zip(inputs_of(core), core.lay)])
@@ -377,7 +378,7 @@ def core_view(core: Any) -> Node:
     if node is None:
         node = node_class(core_name(core.prim)).__new__(node_class(core_name(core.prim)))
         edges = []
-        for p in core.parents:
+        for p in parents_of(core):
             if p.prim is not None:
                 edges.append((core_view(p), 0))
             else:
@@ -445,7 +446,7 @@ def check_versions(order: list[Any]) -> None:
                 if j is None:
                     val = _saved_value(core, x._value)
                 else:
-                    val = _saved_value(core, core.parents[j if type(j) is int else j[1]])
+                    val = _saved_value(core, parents_of(core)[j if type(j) is int else j[1]])
                     if type(j) is not int and val is not None:  # saved as the fused view
                         val = value(val).T
                 if val is not None:

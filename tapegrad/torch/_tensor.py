@@ -181,7 +181,7 @@ def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None
         vjp = maker(out, v)
     ver = x._vc.v
     p = v._node
-    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, (p,), vjp,
+    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, p, vjp,
                              name, x if p.prim is None else x._vc, _LAY1, (ver,) if ver else None)
     t: Tensor = object.__new__(Tensor)
     t._value = out
@@ -205,7 +205,7 @@ def _rec_s(prim: Any, x: Tensor, s: Any, name: str) -> Tensor | None:
     out = Traced(ans, GT, None)
     ver = x._vc.v
     p = v._node
-    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, (p,),
+    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, p,
                              (prim.vjps.get(0) or prim.vjp_maker(0))(out, v, s),
                              name, x if p.prim is None else x._vc, _LAY_S, (ver, 0) if ver else None)
     t: Tensor = object.__new__(Tensor)
@@ -244,15 +244,15 @@ def _rec2(prim: Any, a: Any, b: Any, name: str, ins: Sequence[Any]) -> Tensor | 
     out = Traced(ans, GT, None)
     table = prim.vjps
     if ta and tb:
-        parents: tuple[Any, ...] = (a._node, b._node)
+        parents: Any = (a._node, b._node)
         vjps: Any = ((table.get(0) or prim.vjp_maker(0))(out, a, b),
                      (table.get(1) or prim.vjp_maker(1))(out, a, b))
         lay = _LAY2
     elif ta:
-        parents, vjps = (a._node,), (table.get(0) or prim.vjp_maker(0))(out, a, b)
+        parents, vjps = a._node, (table.get(0) or prim.vjp_maker(0))(out, a, b)
         lay = _LAY_S
     else:
-        parents, vjps = (b._node,), (table.get(1) or prim.vjp_maker(1))(out, a, b)
+        parents, vjps = b._node, (table.get(1) or prim.vjp_maker(1))(out, a, b)
         lay = _LAY_B
     x0, x1 = ins
     vers = None
@@ -309,7 +309,7 @@ def _rec(prim: Any, vals: Sequence[Any], name: str, ins: Sequence[Any], pos: Seq
         if vers is None and x._vc.v:
             vers = tuple([0 if y is None else y._vc.v for y in ins])
         kept.append(held(x))
-    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, tuple(parents), vjps, name,
+    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, pack_rules(parents), vjps, name,
                              tuple(kept), lay, vers)
     t: Tensor = object.__new__(Tensor)
     t._value = out

@@ -115,7 +115,7 @@ class Function(metaclass=_FunctionMeta):
             return outputs
         tensor_args = [(i, a) for i, a in enumerate(args) if isinstance(a, Tensor)]
         diff = [(i, a) for i, a in tensor_args if a.requires_grad]
-        parents = tuple(a._value._node for _, a in diff)
+        parents = pack_rules([a._value._node for _, a in diff])
         node: Any = object.__new__(cls._node_class)
         node._edges = tuple(_edge(a) for _, a in tensor_args)
         node._core = None
