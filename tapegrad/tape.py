@@ -567,7 +567,7 @@ def _walk_entries(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
             if c.shape != p.shape or (c.dtype is not p.dtype and c.dtype != p.dtype):
                 c = _fit(c, p, g, e)
             i = p.index
-            if i in ct:
+            if ct and i in ct:  # (a chain carries everything: ct stays empty)
                 _accumulate(ct, owned, i, c)
             else:
                 carried, cg = i, c
