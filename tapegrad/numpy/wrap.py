@@ -289,7 +289,7 @@ def _matmul(a: Any, b: Any, **kwargs: Any) -> Any:
     return array_module(a, b).matmul(a, b, **kwargs)
 
 
-_EYE_MIN = 64 * 64  # smaller products are cheap anyway
+_EYE_MIN = 100 * 100  # smaller products are cheap anyway
 
 
 def _is_identity(m: np.ndarray) -> bool:
