@@ -367,6 +367,7 @@ class GraphTape(threading.local):
     """
 
     level = 0
+    node_class: type[Node] = Node  # what its entries are (the facade's carry more)
 
     def __init__(self) -> None:
         self.active = True
@@ -378,7 +379,7 @@ class GraphTape(threading.local):
         table = prim.vjps
         parents = pack_rules([args[i]._node for i in argnums])
         vjps = pack_rules([(table.get(i) or prim.vjp_maker(i))(out, *args, **kwargs) for i in argnums])
-        out._node = Node(next_index(), ans.shape, ans.dtype, prim, parents, vjps)
+        out._node = self.node_class(next_index(), ans.shape, ans.dtype, prim, parents, vjps)
         return out
 
     def _append(self, node: Node) -> None:

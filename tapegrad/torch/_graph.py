@@ -23,7 +23,6 @@ from tapegrad.tape import (
     backprop,
     gc_paused,
     next_index,
-    pack_rules,
     parents_of,
     reachable,
     rules_of,
@@ -76,15 +75,7 @@ class FNode(CoreNode):
 class FacadeTape(GraphTape):
     """The facade's tape: a :class:`GraphTape` whose entries are :class:`FNode`."""
 
-    def record(self, prim: Any, ans: Any, args: Any, raw: Any, kwargs: Any, argnums: Any) -> Traced:
-        """An entry whose rules close over the *traced* arguments and output
-        (not their values), so a replay can itself be recorded."""
-        out = Traced(ans, self, None)
-        table = prim.vjps
-        parents = pack_rules([args[i]._node for i in argnums])
-        vjps = pack_rules([(table.get(i) or prim.vjp_maker(i))(out, *args, **kwargs) for i in argnums])
-        out._node = FNode(next_index(), ans.shape, ans.dtype, prim, parents, vjps)
-        return out
+    node_class = FNode
 
 
 GT = FacadeTape()  # the facade's one tape: level 0, recording while grad mode is on
