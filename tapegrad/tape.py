@@ -42,7 +42,10 @@ class Node:
     them in the same order (see :func:`parents_of`, :func:`rules_of`).
     """
 
-    __slots__ = ("index", "shape", "dtype", "prim", "parents", "vjps", "__weakref__")
+    # ``res``: on a graph tape, the output as its rules keep it, when they
+    # keep it (see GraphTape.record); set only then, never read otherwise
+    __slots__ = ("index", "shape", "dtype", "prim", "parents", "vjps", "res", "__weakref__")
+    res: Traced
 
     def __init__(
         self,
@@ -374,12 +377,25 @@ class GraphTape(threading.local):
 
     def record(self, prim: Any, ans: Any, args: Any, raw: Any, kwargs: Any, argnums: Any) -> Traced:
         """An entry whose rules close over the *traced* arguments and output
-        (not their values), so a replay can itself be recorded."""
+        (not their values), so a replay can itself be recorded.
+
+        Rules that keep the output get a twin of it with no node: the output
+        itself would make a cycle (output -> entry -> rule -> output) that
+        only the cyclic collector frees, so a graph no backward pass consumed
+        would outlive its tensors. :func:`connect_residuals` gives the twins
+        their entries before a replay that records (``create_graph``)."""
         out = Traced(ans, self, None)
         table = prim.vjps
-        parents = pack_rules([args[i]._node for i in argnums])
-        vjps = pack_rules([(table.get(i) or prim.vjp_maker(i))(out, *args, **kwargs) for i in argnums])
-        out._node = self.node_class(next_index(), ans.shape, ans.dtype, prim, parents, vjps)
+        makers = [table.get(i) or prim.vjp_maker(i) for i in argnums]
+        vjps = pack_rules([m(out, *args, **kwargs) for m in makers])
+        res = None
+        if sys.getrefcount(out) > FRESH_REFS:  # a rule keeps it
+            res = Traced(ans, self, None)
+            vjps = pack_rules([m(res, *args, **kwargs) for m in makers])
+        out._node = node = self.node_class(next_index(), ans.shape, ans.dtype, prim,
+                                           pack_rules([args[i]._node for i in argnums]), vjps)
+        if res is not None:
+            node.res = res
         return out
 
     def _append(self, node: Node) -> None:
@@ -591,3 +607,25 @@ def _walk_entries(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
 
 
 _CONSUMABLE_REFS = _probe_refs()
+
+
+def _probe_fresh_refs() -> int:
+    """The reference count ``sys.getrefcount`` reports for a new traced value
+    held by one local variable (more: something else keeps it)."""
+    out = Traced(None, None, None)
+    return sys.getrefcount(out)
+
+
+FRESH_REFS = _probe_fresh_refs()
+
+
+def connect_residuals(entries: Iterable[Node]) -> None:
+    """Give the output twins that rules of graph-tape ``entries`` keep (see
+    :meth:`GraphTape.record`) their entries, so that a replay recorded on the
+    graph tape (``create_graph``) differentiates through them."""
+    for e in entries:
+        try:
+            res = e.res
+        except AttributeError:
+            continue
+        res._node = e

@@ -287,6 +287,41 @@ def test_graph_tape_owns_its_graph_and_differentiates_its_backward() -> None:
     assert ref() is None  # the graph went with the values that owned it
 
 
+def test_graph_tape_rules_keep_a_twin_of_their_output() -> None:
+    """A rule that keeps the entry's output gets a node-less twin (no cycle:
+    the graph is freed by reference counting alone); connect_residuals links
+    the twins before a recorded replay, which then differentiates through them."""
+    import gc
+    import weakref
+
+    from tapegrad.tape import GraphTape, connect_residuals
+
+    ex = primitive(lambda x: np.exp(x), "ex")
+    defvjp(ex, lambda ans, x: lambda g: mul(g, ans))
+    gt = GraphTape()
+    x = gt.watch(np.array([0.5, -1.0]))
+    y = ex(mul(x, x))  # exp(x^2)
+    assert y._node.res is not y and value(y._node.res) is value(y)
+    ref = weakref.ref(y._node)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        del y
+        assert ref() is None
+    finally:
+        if was:
+            gc.enable()
+
+    y = ex(mul(x, x))
+    order = reachable([y._node])
+    connect_residuals(order)
+    ct = backprop(order, {y._node.index: np.ones(2)}, retain=True)
+    dy = ct[x._node.index]  # 2 x exp(x^2), traced on gt
+    ct2 = backprop(reachable([dy._node]), {dy._node.index: np.ones(2)}, retain=True)
+    xv = value(x)
+    np.testing.assert_allclose(value(ct2[x._node.index]), (2 + 4 * xv**2) * np.exp(xv**2))
+
+
 def test_cyclic_gc_paused_while_recording_and_restored() -> None:
     import gc
 

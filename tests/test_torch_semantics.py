@@ -237,3 +237,51 @@ def test_grad_of_function_closing_over_parameters_names_its_grad_fn() -> None:
     assert g.requires_grad and g.grad_fn is not None and g.grad_fn.name() != ""
     g.sum().backward()
     assert w.grad.tolist() == [2.0, 2.0]
+
+
+def test_graph_without_backward_is_freed_without_the_cyclic_collector() -> None:
+    # ops whose rules keep their output (tanh, exp, softmax, x / y) would tie
+    # output -> entry -> rule -> output in a cycle: an inference loop run in
+    # grad mode would then hold every step's graph until a collection
+    import weakref
+
+    from tapegrad.torch import nn
+
+    model = nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8), nn.Sigmoid())
+    x = torch.randn(4, 8)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        refs = []
+        for _ in range(5):
+            y = model(x)
+            z = nn.functional.softmax(y.exp() / (y + 2.0), dim=1)
+            refs += [weakref.ref(y._value._node), weakref.ref(z._value._node)]
+            del y, z
+        assert all(r() is None for r in refs)
+    finally:
+        if was:
+            gc.enable()
+
+
+@pytest.mark.parametrize("op, d2", [
+    (lambda x: x.tanh(), lambda v: -2 * np.tanh(v) * (1 - np.tanh(v) ** 2)),
+    (lambda x: x.exp(), np.exp),
+    (lambda x: x.sigmoid(), lambda v: (s := 1 / (1 + np.exp(-v))) * (1 - s) * (1 - 2 * s)),
+    (lambda x: x.sqrt(), lambda v: -0.25 * v ** -1.5),
+    (lambda x: 1.0 / (x + 2.0), lambda v: 2 / (v + 2) ** 3),
+], ids=["tanh", "exp", "sigmoid", "sqrt", "reciprocal"])
+def test_create_graph_through_ops_that_keep_their_output(op, d2) -> None:  # noqa: ANN001
+    v = np.array([0.3, 1.1, 2.0])
+    x = torch.tensor(v, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(op(x).sum(), x, create_graph=True)
+    (gg,) = torch.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), d2(v), rtol=1e-10)
+
+
+def test_in_place_change_of_a_kept_output_is_caught() -> None:
+    x = torch.tensor([0.5, 1.0], requires_grad=True)
+    y = x.exp()
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()

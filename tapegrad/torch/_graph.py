@@ -21,6 +21,7 @@ import numpy as np
 from tapegrad.tape import (
     GraphTape,
     backprop,
+    connect_residuals,
     gc_paused,
     next_index,
     parents_of,
@@ -457,8 +458,9 @@ def saved_key(v: Any) -> Any:
 def _saved_value(core: Any, key: Any) -> Any:
     """What ``core``'s rules saved of ``key`` (a tape node: of its value;
     else the plain array itself), or None when they saved nothing of it."""
+    twin = getattr(key, "res", None)  # a rule keeps the entry's output as a twin
     for c in _closure_values(core):
-        if c is key or (type(c) is Traced and c._node is key):
+        if c is key or (type(c) is Traced and (c._node is key or c is twin)):
             return c
     return None
 
@@ -511,6 +513,8 @@ def run_backward(roots: list[Any], seeds: list[Any], retain_graph: bool, create_
             if node.prim is not None:
                 i = node.index
                 hooks[i] = list(hooks.get(i, ())) + [_capturer(captured, i)]
+    if create_graph:  # the replay is recorded: rules' output twins join the graph
+        connect_residuals(order)
     prev = GT.active
     GT.active = create_graph
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import sys
 import warnings
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -20,7 +21,7 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad.numpy import wrap as _w
-from tapegrad.tape import next_index, pack_rules
+from tapegrad.tape import FRESH_REFS, next_index, pack_rules
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _format
 from tapegrad.torch import _prims as P
@@ -173,16 +174,22 @@ def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None
             ans = np.asarray(ans)
         out = Traced(ans, GT, None)
         vjp = maker(out, v, **kwargs)
-    else:
+    else:  # (no ``**{}``: it costs as much as the rest of the call)
         ans = prim.fun(a)
         if type(ans) is not ndarray and isinstance(ans, _generic):
             ans = np.asarray(ans)
         out = Traced(ans, GT, None)
         vjp = maker(out, v)
+    res = None
+    if _refcount(out) > FRESH_REFS:  # the rule keeps the output: a twin (GraphTape.record)
+        res = Traced(ans, GT, None)
+        vjp = maker(res, v, **kwargs) if kwargs else maker(res, v)
     ver = x._vc.v
     p = v._node
     out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, p, vjp,
                              name, x if p.prim is None else x._vc, _LAY1, (ver,) if ver else None)
+    if res is not None:
+        node.res = res
     t: Tensor = object.__new__(Tensor)
     t._value = out
     t._grad_fn = None
@@ -192,7 +199,8 @@ def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None
 
 def _rec_s(prim: Any, x: Tensor, s: Any, name: str) -> Tensor | None:
     """``_rec1`` for ``prim(x, s)``, ``s`` a Python scalar that needs no
-    promotion (a float with a float tensor): ``x * 1.0001``."""
+    promotion (a float with a float tensor): ``x * 1.0001``. (For the four
+    operators that use it, the tensor's rule never keeps the output.)"""
     v = x._value
     if type(v) is not Traced or v._tape is not GT:
         return None
@@ -243,23 +251,28 @@ def _rec2(prim: Any, a: Any, b: Any, name: str, ins: Sequence[Any]) -> Tensor | 
         ans = np.asarray(ans)
     out = Traced(ans, GT, None)
     table = prim.vjps
+    nums = (0, 1) if ta and tb else ((0,) if ta else (1,))
+    makers = [table.get(k) or prim.vjp_maker(k) for k in nums]
+    vjps = pack_rules([m(out, a, b) for m in makers])
+    res = None
+    if _refcount(out) > FRESH_REFS:  # a rule keeps the output (y's, of x / y): a twin
+        res = Traced(ans, GT, None)
+        vjps = pack_rules([m(res, a, b) for m in makers])
     if ta and tb:
         parents: Any = (a._node, b._node)
-        vjps: Any = ((table.get(0) or prim.vjp_maker(0))(out, a, b),
-                     (table.get(1) or prim.vjp_maker(1))(out, a, b))
         lay = _LAY2
     elif ta:
-        parents, vjps = a._node, (table.get(0) or prim.vjp_maker(0))(out, a, b)
-        lay = _LAY_S
+        parents, lay = a._node, _LAY_S
     else:
-        parents, vjps = b._node, (table.get(1) or prim.vjp_maker(1))(out, a, b)
-        lay = _LAY_B
+        parents, lay = b._node, _LAY_B
     x0, x1 = ins
     vers = None
     if x0._vc.v or (x1 is not None and x1._vc.v):
         vers = (x0._vc.v, 0 if x1 is None else x1._vc.v)
     kept = (held(x0), None if x1 is None else held(x1))
     out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, parents, vjps, name, kept, lay, vers)
+    if res is not None:
+        node.res = res
     t: Tensor = object.__new__(Tensor)
     t._value = out
     t._grad_fn = None
@@ -297,7 +310,12 @@ def _rec(prim: Any, vals: Sequence[Any], name: str, ins: Sequence[Any], pos: Seq
         ans = np.asarray(ans)
     out = Traced(ans, GT, None)
     table = prim.vjps
-    vjps = pack_rules([(table.get(i) or prim.vjp_maker(i))(out, *vals, **kw) for i in nums])
+    makers = [table.get(i) or prim.vjp_maker(i) for i in nums]
+    vjps = pack_rules([m(out, *vals, **kw) for m in makers])
+    res = None
+    if _refcount(out) > FRESH_REFS:  # a rule keeps the output: a twin (GraphTape.record)
+        res = Traced(ans, GT, None)
+        vjps = pack_rules([m(res, *vals, **kw) for m in makers])
     lay = tuple([None if j is None or (j if type(j) is int else j[1]) not in nums
                  else nums.index(j) if type(j) is int else (j[0], nums.index(j[1])) for j in pos])
     vers = None
@@ -311,6 +329,8 @@ def _rec(prim: Any, vals: Sequence[Any], name: str, ins: Sequence[Any], pos: Seq
         kept.append(held(x))
     out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, pack_rules(parents), vjps, name,
                              tuple(kept), lay, vers)
+    if res is not None:
+        node.res = res
     t: Tensor = object.__new__(Tensor)
     t._value = out
     t._grad_fn = None
@@ -319,6 +339,7 @@ def _rec(prim: Any, vals: Sequence[Any], name: str, ins: Sequence[Any], pos: Seq
 
 
 _NO_KW: dict[str, Any] = {}
+_refcount = sys.getrefcount
 
 
 def _multi(rs: Sequence[Any], name: str, ins: Sequence[Any]) -> tuple[Tensor, ...]:
