@@ -285,3 +285,40 @@ def test_in_place_change_of_a_kept_output_is_caught() -> None:
     y.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_function_saving_its_output_makes_no_cycle() -> None:
+    import weakref
+
+    class Exp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):  # noqa: ANN001, ANN205
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):  # noqa: ANN001, ANN205
+            (y,) = ctx.saved_tensors
+            return g * y
+
+    x = torch.tensor([0.2, 0.7], dtype=torch.float64, requires_grad=True)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        y = Exp.apply(x)
+        ref = weakref.ref(y._value._node)
+        del y
+        assert ref() is None
+    finally:
+        if was:
+            gc.enable()
+    (g,) = torch.autograd.grad(Exp.apply(x).sum(), x, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), np.exp([0.2, 0.7]))
+    (gg,) = torch.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), np.exp([0.2, 0.7]))
+    y = Exp.apply(x)
+    with torch.no_grad():
+        y.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()

@@ -8,6 +8,7 @@ itself differentiable under ``create_graph=True``.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +38,8 @@ class FunctionCtx:
     def saved_tensors(self) -> tuple[Any, ...]:
         out = []
         for t, ver in self._saved:
+            if type(t) is _SavedOutput:
+                t = t.tensor()
             if isinstance(t, Tensor) and t._vc.v != ver:
                 raise RuntimeError(version_message(t._value, t._vc.v, ver))
             out.append(t)
@@ -50,6 +53,26 @@ class FunctionCtx:
 
     def set_materialize_grads(self, value: bool) -> None:
         self.materialize_grads = value
+
+
+class _SavedOutput:
+    """An output of ``forward`` saved for ``backward``, kept with a weak
+    reference to its graph entry: the entry's rule holds ``ctx``, so holding
+    the output tensor itself would be a cycle only the cyclic collector frees."""
+
+    __slots__ = ("value", "entry", "vc")
+
+    def __init__(self, t: Tensor) -> None:
+        self.value = t._value._value
+        self.entry = weakref.ref(t._value._node)
+        self.vc = t._vc
+
+    def tensor(self) -> Tensor:
+        """The saved output as ``backward`` sees it (on the graph while it lives)."""
+        entry = self.entry()
+        t = _new(Traced(self.value, GT, entry) if entry is not None else self.value)
+        t._vc = self.vc
+        return t
 
 
 class _FunctionNode(Node):
@@ -160,8 +183,8 @@ class Function(metaclass=_FunctionMeta):
             t._grad_fn = node
             t._nr = k
             new_outs.append(t)
-        remap = {id(o): n for o, n in zip(outs, new_outs)}
-        ctx._saved = [(remap.get(id(t), t), ver) for t, ver in ctx._saved]
+        remap = {id(o): n for o, n in zip(outs, new_outs) if n is not o}
+        ctx._saved = [(t if id(t) not in remap else _SavedOutput(remap[id(t)]), ver) for t, ver in ctx._saved]
         return new_outs[0] if single else tuple(new_outs)
 
 
