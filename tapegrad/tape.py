@@ -468,14 +468,18 @@ def reachable(roots: Iterable[Node]) -> list[Node]:
     PyTorch walks its sequence numbers in): for graphs owned by their values,
     not a tape. One pass collects them and one sort orders them, which costs
     less per entry than a heap; a run of one-parent entries (a chain of
-    unary ops) is followed link by link, without the stack."""
+    unary ops) is followed link by link, without the stack, and the sort is
+    skipped when the pass found the entries in order already (a chain)."""
     stack = [n for n in roots if n.prim is not None]
     seen = set(stack)
     found: list[Node] = []
     pop, push, add, keep = stack.pop, stack.append, seen.add, found.append
+    ordered = True
     while stack:
         node = pop()
-        while True:
+        if found and node.index > found[-1].index:
+            ordered = False
+        while True:  # (a parent's index is below its child's: a link keeps the order)
             keep(node)
             parents = node.parents
             if type(parents) is not tuple:
@@ -490,7 +494,8 @@ def reachable(roots: Iterable[Node]) -> list[Node]:
                     add(p)
                     push(p)
             break
-    found.sort(key=_by_index, reverse=True)
+    if not ordered:
+        found.sort(key=_by_index, reverse=True)
     return found
 
 
