@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import gc
-import tracemalloc
-
 import numpy as np
+from memgrowth import growth
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
@@ -30,18 +28,7 @@ def test_10000_steps_of_value_and_grad_do_not_grow_memory() -> None:
             for k in params:
                 params[k] = params[k] - 0.01 * g[k]
 
-    train(200)  # warm caches
-    gc.collect()
-    tracemalloc.start()
-    try:
-        train(1000)
-        gc.collect()
-        base = tracemalloc.get_traced_memory()[0]
-        train(9000)
-        gc.collect()
-        grown = tracemalloc.get_traced_memory()[0] - base
-    finally:
-        tracemalloc.stop()
+    grown = growth(train)
     assert grown < 64 * 1024, f"memory grew by {grown} bytes over 9000 steps"
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import gc
 import re
 import threading
-import tracemalloc
 
 import numpy as np
 import pytest
+from memgrowth import growth
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
@@ -193,18 +193,7 @@ def test_training_loop_does_not_grow_memory() -> None:
                 w.grad.zero_()
                 b.grad.zero_()
 
-    train(200)
-    gc.collect()
-    tracemalloc.start()
-    try:
-        train(1000)
-        gc.collect()
-        base = tracemalloc.get_traced_memory()[0]
-        train(9000)
-        gc.collect()
-        grown = tracemalloc.get_traced_memory()[0] - base
-    finally:
-        tracemalloc.stop()
+    grown = growth(train)
     assert grown < 64 * 1024, f"memory grew by {grown} bytes over 9000 steps"
     assert w.is_leaf and w.requires_grad and w._version == 10200
 

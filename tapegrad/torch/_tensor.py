@@ -339,6 +339,21 @@ def _rec(prim: Any, vals: Sequence[Any], name: str, ins: Sequence[Any], pos: Seq
 
 
 _NO_KW: dict[str, Any] = {}
+
+
+def _operator(prim: Any, name: str, div: builtins.bool = False) -> Callable[[Tensor, Any], Tensor]:
+    """A binary operator method of Tensor for primitive ``prim``: the
+    tensor-and-float fast path, else ``Tensor._arith`` (promotion, the rest)."""
+    fn = prim.wrapped
+
+    def op(self: Tensor, other: Any) -> Tensor:
+        if type(other) is builtins.float:
+            t = _rec_s(prim, self, other, name)
+            if t is not None:
+                return t
+        return self._arith(other, fn, name, div)
+
+    return op
 _refcount = sys.getrefcount
 
 
@@ -1019,41 +1034,15 @@ class Tensor:
 
     # A float tensor and a Python float (x * 1.0001) need no promotion: the
     # operators try _rec_s first, before _arith's general path.
-    def __add__(self, other: Any) -> Tensor:
-        if type(other) is builtins.float:
-            t = _rec_s(_ADD, self, other, "AddBackward0")
-            if t is not None:
-                return t
-        return self._arith(other, _w.add, "AddBackward0")
-
-    __radd__ = __add__
-
-    def __sub__(self, other: Any) -> Tensor:
-        if type(other) is builtins.float:
-            t = _rec_s(_SUB, self, other, "SubBackward0")
-            if t is not None:
-                return t
-        return self._arith(other, _w.subtract, "SubBackward0")
+    __add__ = __radd__ = _operator(_ADD, "AddBackward0")
+    __sub__ = _operator(_SUB, "SubBackward0")
 
     def __rsub__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
         return _result(_w.subtract(b, a), "RsubBackward1", (self,))
 
-    def __mul__(self, other: Any) -> Tensor:
-        if type(other) is builtins.float:
-            t = _rec_s(_MUL, self, other, "MulBackward0")
-            if t is not None:
-                return t
-        return self._arith(other, _w.multiply, "MulBackward0")
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, other: Any) -> Tensor:
-        if type(other) is builtins.float:
-            t = _rec_s(_DIV, self, other, "DivBackward0")
-            if t is not None:
-                return t
-        return self._arith(other, _w.divide, "DivBackward0", div=True)
+    __mul__ = __rmul__ = _operator(_MUL, "MulBackward0")
+    __truediv__ = _operator(_DIV, "DivBackward0", div=True)
 
     def __rtruediv__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other, div=True)
