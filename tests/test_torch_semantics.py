@@ -311,3 +311,50 @@ def test_function_saving_its_output_makes_no_cycle() -> None:
         y.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_scalar_operators_share_rules_per_scalar_and_keep_signed_zeros() -> None:
+    # ``x * s`` keeps one rule per scalar s (a loop makes no closure per op):
+    # an equal scalar of the other sign of zero, a NaN, a fresh float, and a
+    # rule swapped in by debug_nans must each still get their own
+    x = torch.tensor([1.0, -2.0], dtype=torch.float64, requires_grad=True)
+    for s in (0.0, -0.0, 0.0, float("nan"), 3.0, float("3.0"), -0.0):
+        x.grad = None
+        (x * s).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), np.full(2, s))
+        assert np.signbit(x.grad.numpy()).all() == np.signbit(s)
+        x.grad = None
+        (x / (s or 4.0) - s + s).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), np.full(2, 1 / (s or 4.0)))
+    y = x
+    for _ in range(3):
+        y = y.sin() * 1.5 + 0.25
+    y.sum().backward()
+    with tg.debug_nans(), pytest.raises(FloatingPointError, match="VJP of `multiply`"):
+        (x * 0.0 * 1e308 * 1e308).sum().backward()  # zeros forward; inf * 0.0 in the rule of * 0.0
+
+
+def test_backward_through_a_chain_that_rejoins_a_branch() -> None:
+    # the graph walk follows one-parent links without marking them: a link
+    # found after every branch is done must still see what the branches saw
+    x = torch.tensor([0.3, 0.9], dtype=torch.float64, requires_grad=True)
+    c = x.exp()
+    a, b = c.sin(), c.cos()
+    r = (a * b).tanh().exp() + c.sqrt()
+    r.sum().backward()
+
+    def f(v: np.ndarray) -> object:
+        cv = tnp.exp(v)
+        return tnp.sum(tnp.exp(tnp.tanh(tnp.sin(cv) * tnp.cos(cv))) + tnp.sqrt(cv))
+
+    np.testing.assert_allclose(x.grad.numpy(), tg.grad(f)(np.array([0.3, 0.9])), rtol=1e-12)
+
+
+def test_tensor_with_a_dtype_reads_python_numbers_straight_into_it() -> None:
+    # not through the default float32 first: 0.3 as float64 is 0.3
+    assert torch.tensor([0.3, 0.9], dtype=torch.float64).tolist() == [0.3, 0.9]
+    assert torch.tensor(0.1, dtype=torch.float64, requires_grad=True).item() == 0.1
+    assert torch.tensor([[1 + 2j]], dtype=torch.complex128).tolist() == [[1 + 2j]]
+    assert torch.tensor([2**40 + 1], dtype=torch.float64).item() == 2**40 + 1
+    assert torch.tensor([1.5, -2.7], dtype=torch.int64).tolist() == [1, -2]
+    assert torch.tensor([0.3]).dtype == torch.float32  # no dtype: PyTorch's inference

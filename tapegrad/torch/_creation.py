@@ -60,14 +60,19 @@ def _nested_values(data: Any) -> Any:
     return data
 
 
-def _infer_array(data: Any) -> Any:
+def _infer_array(data: Any, dtype: Any = None) -> Any:
+    """A new array of ``data``: of ``dtype`` (a NumPy dtype) when given, read
+    straight into it (Python floats asked for as float64 never pass through
+    float32), else of the dtype PyTorch infers."""
     if isinstance(data, Tensor):
-        return np.array(value(data._value))
+        return np.array(value(data._value), dtype=dtype)
     if isinstance(data, np.ndarray):
-        return data.copy()
+        return data.astype(dtype) if dtype is not None else data.copy()
     if isinstance(data, np.generic):
-        return np.asarray(data)
-    arr = np.array(_nested_values(data))
+        return np.asarray(data, dtype=dtype)
+    arr = np.array(_nested_values(data), dtype=dtype)
+    if dtype is not None:
+        return arr
     k = arr.dtype.kind
     if k == "f":
         arr = arr.astype(D.get_default_dtype().np)
@@ -89,7 +94,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         >>> torch.tensor([[1.5, 2.0]], requires_grad=True)
         tensor([[1.5000, 2.0000]], requires_grad=True)
     """
-    return _finish(_infer_array(data), dtype, device, requires_grad)
+    return _finish(_infer_array(data, None if dtype is None else D.to_np(dtype)), None, device, requires_grad)
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
