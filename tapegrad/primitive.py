@@ -187,14 +187,14 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
         if not tape.active:  # e.g. a saved value read in a plain backward pass
             x = a._value
             if type(x) is not Traced and type(b) is not Traced:
-                return prim.fun(x, b, **kwargs)
+                return prim.fun(x, b, **kwargs) if kwargs else prim.fun(x, b)
             return prim.wrapped(_unbox_stale(a), b, **kwargs)
     else:
         tape = b._tape
         if not tape.active:
             y = b._value
             if type(y) is not Traced and type(a) is not Traced:
-                return prim.fun(a, y, **kwargs)
+                return prim.fun(a, y, **kwargs) if kwargs else prim.fun(a, y)
             return prim.wrapped(a, _unbox_stale(b), **kwargs)
     x = a._value if ta else a
     y = b._value if tb else b
@@ -266,7 +266,7 @@ def _apply1(prim: Primitive, a: Traced, kwargs: dict[str, Any]) -> Any:
     x = a._value
     if not tape.active:  # e.g. a saved value read in a plain backward pass
         if type(x) is not Traced:
-            return prim.fun(x, **kwargs)
+            return prim.fun(x, **kwargs) if kwargs else prim.fun(x)
         return prim.wrapped(_unbox_stale(a), **kwargs)
     if type(x) is Traced:
         ans = prim.wrapped(x, **kwargs)

@@ -486,7 +486,8 @@ def reachable(roots: Iterable[Node]) -> list[Node]:
                 p = parents
                 if p.prim is None or p in seen:
                     break
-                add(p)
+                if stack:  # (with none, only p's own ancestors are left to find: below p, never p)
+                    add(p)
                 node = p
                 continue
             for p in parents:

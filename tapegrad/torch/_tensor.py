@@ -15,6 +15,7 @@ import sys
 import warnings
 import weakref
 from collections.abc import Callable, Iterator, Sequence
+from types import FunctionType
 from typing import Any
 
 import numpy as np
@@ -156,6 +157,39 @@ _MUL: Any = _w.multiply.primitive  # type: ignore[attr-defined]
 _DIV: Any = _w.divide.primitive  # type: ignore[attr-defined]
 
 
+_new_obj = object.__new__
+
+
+def _traced(ans: Any) -> Traced:
+    """A new value of the facade tape (its ``_node`` still to set), built
+    without ``Traced.__init__``: a class call costs more than the stores."""
+    out: Traced = _new_obj(Traced)
+    out._value = ans
+    out._tape = GT
+    return out
+
+
+def _fnode(prim: Any, ans: Any, p: Any, vjp: Any, name: str, ins: Any, lay: Any, vers: Any) -> FNode:
+    """The entry of a one-input fast op (``_rec1``, ``_rec_s``): parent ``p``,
+    rule ``vjp``. Its fields are stored here rather than by ``FNode()``, and
+    its shape is the parent's own tuple when they are equal (elementwise ops):
+    one object less per op for the cyclic collector to walk."""
+    node: FNode = _new_obj(FNode)
+    node.index = next_index()
+    shape = ans.shape
+    node.shape = p.shape if shape == p.shape else shape
+    node.dtype = ans.dtype
+    node.prim = prim
+    node.parents = p
+    node.vjps = vjp
+    node.fn = name
+    node.ins = ins
+    node.lay = lay
+    node.vers = vers
+    node.v = 0
+    return node
+
+
 def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None = None) -> Tensor | None:
     """The fast path of a one-input op: ``prim(v, **kwargs)``, ``v`` being
     tensor ``x``'s value, recorded on the facade tape the way its ``record``
@@ -168,39 +202,36 @@ def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None
     if type(a) is Traced or not GT.active:
         return None
     maker = prim.vjps.get(0) or prim.vjp_maker(0)
-    if kwargs:
-        ans = prim.fun(a, **kwargs)
-        if type(ans) is not ndarray and isinstance(ans, _generic):
-            ans = np.asarray(ans)
-        out = Traced(ans, GT, None)
-        vjp = maker(out, v, **kwargs)
-    else:  # (no ``**{}``: it costs as much as the rest of the call)
-        ans = prim.fun(a)
-        if type(ans) is not ndarray and isinstance(ans, _generic):
-            ans = np.asarray(ans)
-        out = Traced(ans, GT, None)
-        vjp = maker(out, v)
+    ans = prim.fun(a, **kwargs) if kwargs else prim.fun(a)  # (no ``**{}``: it costs as much as the rest)
+    if type(ans) is not ndarray and isinstance(ans, _generic):
+        ans = np.asarray(ans)
+    out = _traced(ans)
+    vjp = maker(out, v, **kwargs) if kwargs else maker(out, v)
     res = None
     if _refcount(out) > FRESH_REFS:  # the rule keeps the output: a twin (GraphTape.record)
-        res = Traced(ans, GT, None)
+        res = _traced(ans)
+        res._node = None
         vjp = maker(res, v, **kwargs) if kwargs else maker(res, v)
     ver = x._vc.v
     p = v._node
-    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, p, vjp,
-                             name, x if p.prim is None else x._vc, _LAY1, (ver,) if ver else None)
+    out._node = node = _fnode(prim, ans, p, vjp, name, x if p.prim is None else x._vc, _LAY1,
+                              (ver,) if ver else None)
     if res is not None:
         node.res = res
-    t: Tensor = object.__new__(Tensor)
+    t: Tensor = _new_obj(Tensor)
     t._value = out
     t._grad_fn = None
     t._vc = node
     return t
 
 
-def _rec_s(prim: Any, x: Tensor, s: Any, name: str) -> Tensor | None:
+def _rec_s(prim: Any, x: Tensor, s: Any, name: str, rules: dict[float, tuple[Any, ...]]) -> Tensor | None:
     """``_rec1`` for ``prim(x, s)``, ``s`` a Python scalar that needs no
-    promotion (a float with a float tensor): ``x * 1.0001``. (For the four
-    operators that use it, the tensor's rule never keeps the output.)"""
+    promotion (a float with a float tensor): ``x * 1.0001``. The tensor's
+    rule for these four operators depends on ``s`` alone, never on the
+    tensor or the output, so ``rules`` (the operator's own cache) keeps one
+    per scalar: a loop multiplying by the same constant makes no closure
+    per op, and the cyclic collector has fewer objects to walk."""
     v = x._value
     if type(v) is not Traced or v._tape is not GT:
         return None
@@ -210,17 +241,33 @@ def _rec_s(prim: Any, x: Tensor, s: Any, name: str) -> Tensor | None:
     ans = prim.fun(a, s)
     if type(ans) is not ndarray and isinstance(ans, _generic):
         ans = np.asarray(ans)
-    out = Traced(ans, GT, None)
+    out = _traced(ans)
+    maker = prim.vjps.get(0) or prim.vjp_maker(0)
+    c = rules.get(s)
+    # the same scalar: the same object, or an equal one that is not a zero
+    # (0.0 and -0.0 are equal keys with different products); the same maker
+    # (debug_nans swaps them)
+    if c is not None and c[1] is maker and (s or c[0] is s):
+        rule = c[2]
+    else:
+        rule = maker(out, v, s)
+        if type(rule) is FunctionType and not any(
+                k.cell_contents is out or k.cell_contents is v for k in rule.__closure__ or ()):
+            if len(rules) >= _SCALAR_RULES_MAX:
+                rules.clear()
+            rules[s] = (s, maker, rule)
     ver = x._vc.v
     p = v._node
-    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, p,
-                             (prim.vjps.get(0) or prim.vjp_maker(0))(out, v, s),
-                             name, x if p.prim is None else x._vc, _LAY_S, (ver, 0) if ver else None)
-    t: Tensor = object.__new__(Tensor)
+    out._node = node = _fnode(prim, ans, p, rule, name, x if p.prim is None else x._vc, _LAY_S,
+                              (ver, 0) if ver else None)
+    t: Tensor = _new_obj(Tensor)
     t._value = out
     t._grad_fn = None
     t._vc = node
     return t
+
+
+_SCALAR_RULES_MAX = 64  # scalars remembered per operator (a loop uses a few)
 
 
 def _rec2(prim: Any, a: Any, b: Any, name: str, ins: Sequence[Any]) -> Tensor | None:
@@ -345,16 +392,35 @@ def _operator(prim: Any, name: str, div: builtins.bool = False) -> Callable[[Ten
     """A binary operator method of Tensor for primitive ``prim``: the
     tensor-and-float fast path, else ``Tensor._arith`` (promotion, the rest)."""
     fn = prim.wrapped
+    rules: dict[float, tuple[Any, ...]] = {}
 
     def op(self: Tensor, other: Any) -> Tensor:
         if type(other) is builtins.float:
-            t = _rec_s(prim, self, other, name)
+            t = _rec_s(prim, self, other, name, rules)
             if t is not None:
                 return t
         return self._arith(other, fn, name, div)
 
     return op
+
+
 _refcount = sys.getrefcount
+
+
+def _unary_method(fn: Any, name: str) -> Callable[[Tensor], Tensor]:
+    """A one-input math method of Tensor (``sin``, ``exp``...) for primitive
+    function ``fn``: ``_rec1`` straight from the method, else ``Tensor._unary``
+    (integer promotion, the rest)."""
+    prim = fn.primitive
+
+    def op(self: Tensor) -> Tensor:
+        t = _rec1(prim, self._value, name, self)
+        if t is not None:
+            return t
+        return self._unary(fn, name)
+
+    op.__name__ = op.__qualname__ = name.removesuffix("Backward0").lower()
+    return op
 
 
 def _multi(rs: Sequence[Any], name: str, ins: Sequence[Any]) -> tuple[Tensor, ...]:
@@ -1273,29 +1339,14 @@ class Tensor:
             a = _cast(a, _default_float())
         return _result(fn(a), name, (self,))
 
-    def exp(self) -> Tensor:
-        return self._unary(_w.exp, "ExpBackward0")
-
-    def exp2(self) -> Tensor:
-        return self._unary(_w.exp2, "Exp2Backward0")
-
-    def expm1(self) -> Tensor:
-        return self._unary(_w.expm1, "Expm1Backward0")
-
-    def log(self) -> Tensor:
-        return self._unary(_w.log, "LogBackward0")
-
-    def log2(self) -> Tensor:
-        return self._unary(_w.log2, "Log2Backward0")
-
-    def log10(self) -> Tensor:
-        return self._unary(_w.log10, "Log10Backward0")
-
-    def log1p(self) -> Tensor:
-        return self._unary(_w.log1p, "Log1PBackward0")
-
-    def sqrt(self) -> Tensor:
-        return self._unary(_w.sqrt, "SqrtBackward0")
+    exp = _unary_method(_w.exp, "ExpBackward0")
+    exp2 = _unary_method(_w.exp2, "Exp2Backward0")
+    expm1 = _unary_method(_w.expm1, "Expm1Backward0")
+    log = _unary_method(_w.log, "LogBackward0")
+    log2 = _unary_method(_w.log2, "Log2Backward0")
+    log10 = _unary_method(_w.log10, "Log10Backward0")
+    log1p = _unary_method(_w.log1p, "Log1PBackward0")
+    sqrt = _unary_method(_w.sqrt, "SqrtBackward0")
 
     def rsqrt(self) -> Tensor:
         return self._unary(lambda a: _w.reciprocal(_w.sqrt(a)), "RsqrtBackward0")
@@ -1303,46 +1354,22 @@ class Tensor:
     def square(self) -> Tensor:
         return _result(_w.power(self._value, 2), "PowBackward0", (self,))
 
-    def sin(self) -> Tensor:
-        return self._unary(_w.sin, "SinBackward0")
-
-    def cos(self) -> Tensor:
-        return self._unary(_w.cos, "CosBackward0")
-
-    def tan(self) -> Tensor:
-        return self._unary(_w.tan, "TanBackward0")
-
-    def asin(self) -> Tensor:
-        return self._unary(_w.arcsin, "AsinBackward0")
-
-    def acos(self) -> Tensor:
-        return self._unary(_w.arccos, "AcosBackward0")
-
-    def atan(self) -> Tensor:
-        return self._unary(_w.arctan, "AtanBackward0")
+    sin = _unary_method(_w.sin, "SinBackward0")
+    cos = _unary_method(_w.cos, "CosBackward0")
+    tan = _unary_method(_w.tan, "TanBackward0")
+    asin = _unary_method(_w.arcsin, "AsinBackward0")
+    acos = _unary_method(_w.arccos, "AcosBackward0")
+    atan = _unary_method(_w.arctan, "AtanBackward0")
 
     arcsin, arccos, arctan = asin, acos, atan
 
-    def sinh(self) -> Tensor:
-        return self._unary(_w.sinh, "SinhBackward0")
-
-    def cosh(self) -> Tensor:
-        return self._unary(_w.cosh, "CoshBackward0")
-
-    def tanh(self) -> Tensor:
-        return self._unary(_w.tanh, "TanhBackward0")
-
-    def asinh(self) -> Tensor:
-        return self._unary(_w.arcsinh, "AsinhBackward0")
-
-    def acosh(self) -> Tensor:
-        return self._unary(_w.arccosh, "AcoshBackward0")
-
-    def atanh(self) -> Tensor:
-        return self._unary(_w.arctanh, "AtanhBackward0")
-
-    def sigmoid(self) -> Tensor:
-        return self._unary(P.sigmoid, "SigmoidBackward0")
+    sinh = _unary_method(_w.sinh, "SinhBackward0")
+    cosh = _unary_method(_w.cosh, "CoshBackward0")
+    tanh = _unary_method(_w.tanh, "TanhBackward0")
+    asinh = _unary_method(_w.arcsinh, "AsinhBackward0")
+    acosh = _unary_method(_w.arccosh, "AcoshBackward0")
+    atanh = _unary_method(_w.arctanh, "AtanhBackward0")
+    sigmoid = _unary_method(P.sigmoid, "SigmoidBackward0")
 
     def relu(self) -> Tensor:
         return _result(P.relu(self._value), "ReluBackward0", (self,))
@@ -1352,8 +1379,7 @@ class Tensor:
 
     absolute = abs
 
-    def reciprocal(self) -> Tensor:
-        return self._unary(_w.reciprocal, "ReciprocalBackward0")
+    reciprocal = _unary_method(_w.reciprocal, "ReciprocalBackward0")
 
     def sign(self) -> Tensor:
         return _result(self._value * 0 + np.sign(value(self._value)), "SignBackward0", (self,))
