@@ -160,36 +160,6 @@ _DIV: Any = _w.divide.primitive  # type: ignore[attr-defined]
 _new_obj = object.__new__
 
 
-def _traced(ans: Any) -> Traced:
-    """A new value of the facade tape (its ``_node`` still to set), built
-    without ``Traced.__init__``: a class call costs more than the stores."""
-    out: Traced = _new_obj(Traced)
-    out._value = ans
-    out._tape = GT
-    return out
-
-
-def _fnode(prim: Any, ans: Any, p: Any, vjp: Any, name: str, ins: Any, lay: Any, vers: Any) -> FNode:
-    """The entry of a one-input fast op (``_rec1``, ``_rec_s``): parent ``p``,
-    rule ``vjp``. Its fields are stored here rather than by ``FNode()``, and
-    its shape is the parent's own tuple when they are equal (elementwise ops):
-    one object less per op for the cyclic collector to walk."""
-    node: FNode = _new_obj(FNode)
-    node.index = next_index()
-    shape = ans.shape
-    node.shape = p.shape if shape == p.shape else shape
-    node.dtype = ans.dtype
-    node.prim = prim
-    node.parents = p
-    node.vjps = vjp
-    node.fn = name
-    node.ins = ins
-    node.lay = lay
-    node.vers = vers
-    node.v = 0
-    return node
-
-
 def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None = None) -> Tensor | None:
     """The fast path of a one-input op: ``prim(v, **kwargs)``, ``v`` being
     tensor ``x``'s value, recorded on the facade tape the way its ``record``
@@ -205,17 +175,31 @@ def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None
     ans = prim.fun(a, **kwargs) if kwargs else prim.fun(a)  # (no ``**{}``: it costs as much as the rest)
     if type(ans) is not ndarray and isinstance(ans, _generic):
         ans = np.asarray(ans)
-    out = _traced(ans)
+    out: Traced = _new_obj(Traced)  # (no class call: see _rec_s)
+    out._value = ans
+    out._tape = GT
     vjp = maker(out, v, **kwargs) if kwargs else maker(out, v)
-    res = None
     if _refcount(out) > FRESH_REFS:  # the rule keeps the output: a twin (GraphTape.record)
-        res = _traced(ans)
-        res._node = None
+        res = Traced(ans, GT, None)
         vjp = maker(res, v, **kwargs) if kwargs else maker(res, v)
+    else:
+        res = None
     ver = x._vc.v
     p = v._node
-    out._node = node = _fnode(prim, ans, p, vjp, name, x if p.prim is None else x._vc, _LAY1,
-                              (ver,) if ver else None)
+    node: FNode = _new_obj(FNode)  # FNode's fields, as _rec_s stores them
+    node.index = next_index()
+    shape = ans.shape
+    node.shape = p.shape if shape == p.shape else shape
+    node.dtype = ans.dtype
+    node.prim = prim
+    node.parents = p
+    node.vjps = vjp
+    node.fn = name
+    node.ins = x if p.prim is None else x._vc
+    node.lay = _LAY1
+    node.vers = (ver,) if ver else None
+    node.v = 0
+    out._node = node
     if res is not None:
         node.res = res
     t: Tensor = _new_obj(Tensor)
@@ -241,7 +225,11 @@ def _rec_s(prim: Any, x: Tensor, s: Any, name: str, rules: dict[float, tuple[Any
     ans = prim.fun(a, s)
     if type(ans) is not ndarray and isinstance(ans, _generic):
         ans = np.asarray(ans)
-    out = _traced(ans)
+    # the value and its entry are built field by field, not by class calls
+    # (Traced(...), FNode(...)): the calls cost as much as all the stores
+    out: Traced = _new_obj(Traced)
+    out._value = ans
+    out._tape = GT
     maker = prim.vjps.get(0) or prim.vjp_maker(0)
     c = rules.get(s)
     # the same scalar: the same object, or an equal one that is not a zero
@@ -258,8 +246,22 @@ def _rec_s(prim: Any, x: Tensor, s: Any, name: str, rules: dict[float, tuple[Any
             rules[s] = (s, maker, rule)
     ver = x._vc.v
     p = v._node
-    out._node = node = _fnode(prim, ans, p, rule, name, x if p.prim is None else x._vc, _LAY_S,
-                              (ver, 0) if ver else None)
+    node: FNode = _new_obj(FNode)
+    node.index = next_index()
+    shape = ans.shape
+    # (an elementwise op's entry keeps its parent's shape tuple: one object
+    # less per op for the cyclic collector to walk)
+    node.shape = p.shape if shape == p.shape else shape
+    node.dtype = ans.dtype
+    node.prim = prim
+    node.parents = p
+    node.vjps = rule
+    node.fn = name
+    node.ins = x if p.prim is None else x._vc
+    node.lay = _LAY_S
+    node.vers = (ver, 0) if ver else None
+    node.v = 0
+    out._node = node
     t: Tensor = _new_obj(Tensor)
     t._value = out
     t._grad_fn = None
