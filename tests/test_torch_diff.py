@@ -325,6 +325,22 @@ def modify_logp():
     loss.backward()
 attempt('log_softmax', modify_logp)
 """,
+    # 12 significant digits (the reprs round to 4 decimals; the last digits
+    # of float64 results differ with libm and BLAS): float64 data must not
+    # pass through float32 anywhere (that shows from the 8th digit)
+    "float64_full_precision": """
+def p(*ts):
+    print(*[[f'{v:.12g}' for v in t.flatten().tolist()] for t in ts])
+x = torch.tensor([0.3, -1.7, 2.9], dtype=torch.float64, requires_grad=True)
+w = torch.tensor([[0.1, 0.2], [0.3, 0.4], [0.7, -0.9]], dtype=torch.float64, requires_grad=True)
+y = ((x @ w).tanh() * 0.1 + x[:2].exp() / 3.0 - x.sum().sin()).sum()
+y.backward()
+p(y, x.grad, w.grad)
+z = torch.tensor(0.1, dtype=torch.float64) + torch.as_tensor([0.2], dtype=torch.float64)
+p(z, torch.full((2,), 0.1, dtype=torch.float64), torch.tensor([0.1]).double(), torch.tensor([0.1, 0.2]))
+p(torch.arange(0.1, 0.5, 0.1, dtype=torch.float64), torch.linspace(0.1, 0.9, 5, dtype=torch.float64))
+p(torch.tensor([[1, 2]], dtype=torch.float64) / 3, torch.zeros(2, dtype=torch.float64) + 1 / 3)
+""",
 }
 
 
