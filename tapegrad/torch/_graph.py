@@ -52,9 +52,9 @@ class FNode(CoreNode):
     - ``v``: the version counter of the tensor this entry made (a fast op's
       result uses its entry as its ``_vc``: no counter object per tensor).
 
-    The two hottest recording paths (``_rec1`` and ``_rec_s`` in
-    ``_tensor.py``) store these fields themselves, without the class call:
-    a field added here must be set there too.
+    The hottest recording path (``_rec1`` in ``_tensor.py``) stores these
+    fields itself, without the class call: a field added here must be set
+    there too.
     """
 
     __slots__ = ("fn", "ins", "lay", "vers", "v")

@@ -160,69 +160,31 @@ _DIV: Any = _w.divide.primitive  # type: ignore[attr-defined]
 _new_obj = object.__new__
 
 
-def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None = None) -> Tensor | None:
+def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None = None,
+          s: Any = None, rules: dict[float, tuple[Any, ...]] | None = None) -> Tensor | None:
     """The fast path of a one-input op: ``prim(v, **kwargs)``, ``v`` being
     tensor ``x``'s value, recorded on the facade tape the way its ``record``
     does it (rules close over the traced input and output), with no dispatch.
     None when it does not apply (``v`` is not recorded on the facade tape
-    alone, or grad mode is off): the caller then takes the general path."""
+    alone, or grad mode is off): the caller then takes the general path.
+
+    With ``rules`` (an operator's cache), the op is ``prim(v, s)`` instead,
+    ``s`` a Python float that needs no promotion (``x * 1.0001``). The rule
+    of the four operators that do this depends on ``s`` alone, never on the
+    tensor or the output, so the cache keeps one per scalar: a loop
+    multiplying by the same constant makes no closure per op, and the
+    cyclic collector has fewer objects to walk.
+    """
     if type(v) is not Traced or v._tape is not GT:
         return None
     a = v._value
     if type(a) is Traced or not GT.active:
         return None
     maker = prim.vjps.get(0) or prim.vjp_maker(0)
-    ans = prim.fun(a, **kwargs) if kwargs else prim.fun(a)  # (no ``**{}``: it costs as much as the rest)
-    if type(ans) is not ndarray and isinstance(ans, _generic):
-        ans = np.asarray(ans)
-    out: Traced = _new_obj(Traced)  # (no class call: see _rec_s)
-    out._value = ans
-    out._tape = GT
-    vjp = maker(out, v, **kwargs) if kwargs else maker(out, v)
-    if _refcount(out) > FRESH_REFS:  # the rule keeps the output: a twin (GraphTape.record)
-        res = Traced(ans, GT, None)
-        vjp = maker(res, v, **kwargs) if kwargs else maker(res, v)
-    else:
-        res = None
-    ver = x._vc.v
-    p = v._node
-    node: FNode = _new_obj(FNode)  # FNode's fields, as _rec_s stores them
-    node.index = next_index()
-    shape = ans.shape
-    node.shape = p.shape if shape == p.shape else shape
-    node.dtype = ans.dtype
-    node.prim = prim
-    node.parents = p
-    node.vjps = vjp
-    node.fn = name
-    node.ins = x if p.prim is None else x._vc
-    node.lay = _LAY1
-    node.vers = (ver,) if ver else None
-    node.v = 0
-    out._node = node
-    if res is not None:
-        node.res = res
-    t: Tensor = _new_obj(Tensor)
-    t._value = out
-    t._grad_fn = None
-    t._vc = node
-    return t
-
-
-def _rec_s(prim: Any, x: Tensor, s: Any, name: str, rules: dict[float, tuple[Any, ...]]) -> Tensor | None:
-    """``_rec1`` for ``prim(x, s)``, ``s`` a Python scalar that needs no
-    promotion (a float with a float tensor): ``x * 1.0001``. The tensor's
-    rule for these four operators depends on ``s`` alone, never on the
-    tensor or the output, so ``rules`` (the operator's own cache) keeps one
-    per scalar: a loop multiplying by the same constant makes no closure
-    per op, and the cyclic collector has fewer objects to walk."""
-    v = x._value
-    if type(v) is not Traced or v._tape is not GT:
-        return None
-    a = v._value
-    if type(a) is Traced or not GT.active:
-        return None
-    ans = prim.fun(a, s)
+    if rules is not None:
+        ans = prim.fun(a, s)
+    else:  # (no ``**{}``: it costs as much as the rest of the call)
+        ans = prim.fun(a, **kwargs) if kwargs else prim.fun(a)
     if type(ans) is not ndarray and isinstance(ans, _generic):
         ans = np.asarray(ans)
     # the value and its entry are built field by field, not by class calls
@@ -230,21 +192,32 @@ def _rec_s(prim: Any, x: Tensor, s: Any, name: str, rules: dict[float, tuple[Any
     out: Traced = _new_obj(Traced)
     out._value = ans
     out._tape = GT
-    maker = prim.vjps.get(0) or prim.vjp_maker(0)
-    c = rules.get(s)
-    # the same scalar: the same object, or an equal one that is not a zero
-    # (0.0 and -0.0 are equal keys with different products); the same maker
-    # (debug_nans swaps them)
-    if c is not None and c[1] is maker and (s or c[0] is s):
-        rule = c[2]
-    else:
-        rule = maker(out, v, s)
-        if type(rule) is FunctionType and not any(
-                k.cell_contents is out or k.cell_contents is v for k in rule.__closure__ or ()):
-            if len(rules) >= _SCALAR_RULES_MAX:
-                rules.clear()
-            rules[s] = (s, maker, rule)
+    res = None
     ver = x._vc.v
+    vers: tuple[int, ...] | None
+    if rules is not None:
+        c = rules.get(s)
+        # the same scalar: the same object, or an equal one that is not a
+        # zero (0.0 and -0.0 are equal keys with different products); the
+        # same maker (debug_nans swaps them)
+        if c is not None and c[1] is maker and (s or c[0] is s):
+            vjp = c[2]
+        else:
+            vjp = maker(out, v, s)
+            if _refcount(out) > FRESH_REFS:  # (not these four's rules: kept safe all the same)
+                res = Traced(ans, GT, None)
+                vjp = maker(res, v, s)
+            elif type(vjp) is FunctionType and not any(k.cell_contents is v for k in vjp.__closure__ or ()):
+                if len(rules) >= _SCALAR_RULES_MAX:
+                    rules.clear()
+                rules[s] = (s, maker, vjp)
+        lay, vers = _LAY_S, (ver, 0) if ver else None
+    else:
+        vjp = maker(out, v, **kwargs) if kwargs else maker(out, v)
+        if _refcount(out) > FRESH_REFS:  # the rule keeps the output: a twin (GraphTape.record)
+            res = Traced(ans, GT, None)
+            vjp = maker(res, v, **kwargs) if kwargs else maker(res, v)
+        lay, vers = _LAY1, (ver,) if ver else None
     p = v._node
     node: FNode = _new_obj(FNode)
     node.index = next_index()
@@ -255,13 +228,15 @@ def _rec_s(prim: Any, x: Tensor, s: Any, name: str, rules: dict[float, tuple[Any
     node.dtype = ans.dtype
     node.prim = prim
     node.parents = p
-    node.vjps = rule
+    node.vjps = vjp
     node.fn = name
     node.ins = x if p.prim is None else x._vc
-    node.lay = _LAY_S
-    node.vers = (ver, 0) if ver else None
+    node.lay = lay
+    node.vers = vers
     node.v = 0
     out._node = node
+    if res is not None:
+        node.res = res
     t: Tensor = _new_obj(Tensor)
     t._value = out
     t._grad_fn = None
@@ -398,7 +373,7 @@ def _operator(prim: Any, name: str, div: builtins.bool = False) -> Callable[[Ten
 
     def op(self: Tensor, other: Any) -> Tensor:
         if type(other) is builtins.float:
-            t = _rec_s(prim, self, other, name, rules)
+            t = _rec1(prim, self._value, name, self, None, other, rules)
             if t is not None:
                 return t
         return self._arith(other, fn, name, div)
@@ -1101,7 +1076,7 @@ class Tensor:
         return _result(fn(a, b), name, (self, o))
 
     # A float tensor and a Python float (x * 1.0001) need no promotion: the
-    # operators try _rec_s first, before _arith's general path.
+    # operators try _rec1 first, before _arith's general path.
     __add__ = __radd__ = _operator(_ADD, "AddBackward0")
     __sub__ = _operator(_SUB, "SubBackward0")
 
