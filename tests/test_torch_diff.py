@@ -325,6 +325,29 @@ def modify_logp():
     loss.backward()
 attempt('log_softmax', modify_logp)
 """,
+    "reshape_views_and_copies": """
+x = torch.arange(12.0).reshape(3, 4).requires_grad_()
+for y in [x[:, ::2].reshape(-1), x.t().reshape(-1), x.t().reshape(4, 3), x[:1].expand(3, 4).reshape(-1),
+          x[:1].expand(3, 4).reshape(3, 2, 2), x.reshape(2, 6), x[1].reshape(2, 2), x[:, 1].reshape(3, 1),
+          x.t().flatten(), x[:, ::2].view(-1), x[:0].reshape(0, 2), x.t().contiguous(), x.t().sin().reshape(-1)]:
+    print(y.grad_fn.name(), y.grad_fn.next_functions, y.is_contiguous(), y.shape)
+print(x.is_contiguous(), x.t().is_contiguous(), x.contiguous() is x, x[:, 1].is_contiguous())
+(x.t().reshape(-1) * torch.arange(12.0)).sum().backward()
+print(x.grad)
+try:
+    x.t().view(-1)
+except RuntimeError as e:
+    print(e)
+""",
+    "zero_norm_and_spread": """
+z = torch.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+z.expand(3, 3).std(0).sum().backward()
+w = torch.tensor([[0.0, 0.0], [3.0, 4.0]], requires_grad=True)
+(w.norm(dim=1).sum() + w.norm() + w.std(1).sum() + torch.zeros(2, 2).add(w[:1] * 0).norm()).backward()
+v = torch.tensor([0.0, 0.0], dtype=torch.float64, requires_grad=True)
+g, = torch.autograd.grad(v.norm(), v, create_graph=True)
+print(z.grad, w.grad, g.detach(), g.requires_grad)
+""",
     # 12 significant digits (the reprs round to 4 decimals; the last digits
     # of float64 results differ with libm and BLAS): float64 data must not
     # pass through float32 anywhere (that shows from the 8th digit)

@@ -358,3 +358,29 @@ def test_tensor_with_a_dtype_reads_python_numbers_straight_into_it() -> None:
     assert torch.tensor([2**40 + 1], dtype=torch.float64).item() == 2**40 + 1
     assert torch.tensor([1.5, -2.7], dtype=torch.int64).tolist() == [1, -2]
     assert torch.tensor([0.3]).dtype == torch.float32  # no dtype: PyTorch's inference
+
+
+def test_norm_and_std_have_zero_gradient_where_they_are_zero() -> None:
+    # PyTorch's convention (not sqrt's infinite slope times 0, a NaN)
+    w = torch.tensor([[0.0, 0.0], [3.0, 4.0]], dtype=torch.float64, requires_grad=True)
+    (w.norm(dim=1).sum() + w[:1].norm() + w[:1].std()).backward()
+    np.testing.assert_allclose(w.grad.numpy(), [[0.0, 0.0], [0.6, 0.8]])
+    v = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(v.norm(), v, create_graph=True)
+    g[0].backward()  # d/dv0 of v0 / |v|
+    np.testing.assert_allclose(v.grad.numpy(), [4 / 5**1.5, -2 / 5**1.5])
+
+
+def test_view_needs_compatible_strides_and_reshape_copies_when_it_must() -> None:
+    x = torch.arange(12.0).reshape(3, 4).requires_grad_()
+    assert x.is_contiguous() and not x.t().is_contiguous() and x.contiguous() is x
+    with pytest.raises(RuntimeError, match="view size is not compatible with input tensor's size and stride"):
+        x.t().view(-1)
+    assert x[:, ::2].view(-1).grad_fn.name() == "ViewBackward0"
+    y = x.t().reshape(-1)
+    assert y.grad_fn.name() == "UnsafeViewBackward0"
+    assert y.grad_fn.next_functions[0][0].name() == "CloneBackward0"
+    assert x.t().reshape(2, 2, 3).grad_fn.name() == "ReshapeAliasBackward0"
+    assert x.t().contiguous().grad_fn.name() == "CloneBackward0"
+    (y * torch.arange(12.0)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.arange(12.0).reshape(4, 3).T)

@@ -7,6 +7,10 @@
   split ties at 0.
 - ``to_device``: moves an array between NumPy and CuPy; the rule moves the
   cotangent back.
+- ``norm_sqrt``: the square root that ends a 2-norm or a standard deviation,
+  whose derivative PyTorch takes as 0 where the result is 0 (the gradient
+  of ``x.norm()`` at ``x = 0``, or of ``x.std()`` over equal values, is 0
+  there, not NaN).
 - ``linear`` (``x @ w.T + b``), ``log_softmax``, ``softmax``, ``nll`` and
   ``mean``: what PyTorch computes as one node (``AddmmBackward0``,
   ``LogSoftmaxBackward0``, ``SoftmaxBackward0``, ``NllLossBackward0``,
@@ -33,7 +37,7 @@ from tapegrad.primitive import defjvp, defvjp, primitive
 from tapegrad.scipy.special import expit as sigmoid
 from tapegrad.tracer import value
 
-__all__ = ["linear", "log_softmax", "mean", "nll", "relu", "sigmoid", "softmax", "to_device"]
+__all__ = ["linear", "log_softmax", "mean", "nll", "norm_sqrt", "relu", "sigmoid", "softmax", "to_device"]
 
 
 def _relu(x: Any) -> Any:
@@ -57,6 +61,17 @@ def _to_device(x: Any, device: str) -> Any:
 
 to_device = primitive(_to_device, "to_device")
 defvjp(to_device, lambda ans, x, device: (lambda dev: lambda g: to_device(g, dev))(device_of(x)))
+
+
+def _half_over(ans: Any) -> Any:
+    """d sqrt(x)/dx = 1 / (2 sqrt(x)), taken as 0 where sqrt(x) is 0."""
+    zero = value(ans) == 0
+    return _w.where3(zero, 0.0, 0.5 / _w.where3(zero, 1.0, ans))
+
+
+norm_sqrt = primitive(lambda x: array_module(x).sqrt(x), "norm_sqrt")
+defvjp(norm_sqrt, lambda ans, x: lambda g: g * _half_over(ans))
+defjvp(norm_sqrt, lambda ans, x: lambda t: t * _half_over(ans))
 
 
 # --- nn.Linear: x @ w.T + b --------------------------------------------------------------------

@@ -500,6 +500,32 @@ def _dims(dim: Any, ndim: int) -> Any:
     return dim
 
 
+_VIEW_ERROR = (
+    "view size is not compatible with input tensor's size and stride (at least one dimension "
+    "spans across two contiguous subspaces). Use .reshape(...) instead."
+)
+
+
+def _contiguous(v: Any) -> builtins.bool:
+    """Is array ``v`` row-major with no gaps (PyTorch's ``is_contiguous``)?"""
+    flags = getattr(v, "flags", None)
+    return flags is None or builtins.bool(flags.c_contiguous)
+
+
+def _viewable(v: Any, shape: tuple[int, ...]) -> builtins.bool:
+    """Can array ``v`` take ``shape`` without a copy, as ``Tensor.view`` needs?
+    (Arrays other than NumPy's are taken as able to.)"""
+    if _contiguous(v) or type(v) is not ndarray:
+        return True
+    try:
+        np.reshape(v, shape, copy=False)  # NumPy >= 2.1
+    except TypeError:  # an older NumPy: see whether a reshape would copy
+        return builtins.bool(np.may_share_memory(v.reshape(shape), v))
+    except ValueError:
+        return False
+    return True
+
+
 def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
@@ -756,10 +782,13 @@ class Tensor:
         return st if dim is None else st[dim]
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
-        return True
+        """Whether the elements lie in row-major order with no gaps (a
+        transpose, a strided slice or an ``expand`` is not)."""
+        return _contiguous(value(self._value))
 
     def contiguous(self, memory_format: Any = None) -> Tensor:
-        return self
+        """``self`` when contiguous, else a row-major copy (``CloneBackward0``)."""
+        return self if self.is_contiguous() else self.clone()
 
     def is_floating_point(self) -> bool:
         return self._value.dtype.kind == "f"
@@ -1573,13 +1602,13 @@ class Tensor:
     def std(self, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False, *, correction: Any = None) -> Tensor:
         if isinstance(dim, builtins.bool):
             dim, unbiased = None, dim
-        return _result(_w.sqrt(self._var(dim, unbiased, keepdim, correction)), "StdBackward0", (self,))
+        return _result(P.norm_sqrt(self._var(dim, unbiased, keepdim, correction)), "StdBackward0", (self,))
 
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         a = self._value
         d = _dims(dim, self.ndim)
         if p in ("fro", 2, 2.0):
-            r = _w.sqrt(_w.sum(a * a if a.dtype.kind != "c" else _w.real(a * _w.conjugate(a)), axis=d, keepdims=keepdim))
+            r = P.norm_sqrt(_w.sum(a * a if a.dtype.kind != "c" else _w.real(a * _w.conjugate(a)), axis=d, keepdims=keepdim))
         elif p in (1, 1.0):
             r = _w.sum(_w.absolute(a), axis=d, keepdims=keepdim)
         elif p == math.inf:
@@ -1622,10 +1651,25 @@ class Tensor:
     def view(self, *shape: Any) -> Tensor:
         if len(shape) == 1 and isinstance(shape[0], D.dtype):
             return _new(value(self._value).view(shape[0].np))
-        return _result(tnp.reshape(self._value, _shape_arg(shape)), "ViewBackward0", (self,))
+        size = _shape_arg(shape)
+        if not _viewable(value(self._value), size):
+            raise RuntimeError(_VIEW_ERROR)
+        return _result(tnp.reshape(self._value, size), "ViewBackward0", (self,))
 
     def reshape(self, *shape: Any) -> Tensor:
-        return _result(tnp.reshape(self._value, _shape_arg(shape)), "ViewBackward0", (self,))
+        """A view when the elements allow one, else a copy, named as PyTorch
+        names them: ``ViewBackward0`` (contiguous), ``ReshapeAliasBackward0``
+        (a view of a non-contiguous tensor), ``UnsafeViewBackward0`` after a
+        ``CloneBackward0`` (a copy)."""
+        size = _shape_arg(shape)
+        a = self._value
+        v = value(a)
+        if type(a) is not Traced or _contiguous(v):
+            return _result(tnp.reshape(a, size), "ViewBackward0", (self,))
+        if _viewable(v, size):
+            return _result(tnp.reshape(a, size), "ReshapeAliasBackward0", (self,))
+        c = self.clone()
+        return _result(tnp.reshape(c._value, size), "UnsafeViewBackward0", (c,))
 
     def view_as(self, other: Tensor) -> Tensor:
         return self.view(*other.shape)
