@@ -339,6 +339,68 @@ try:
 except RuntimeError as e:
     print(e)
 """,
+    "in_place_on_views": """
+def attempt(label, fn):
+    try:
+        fn()
+        print(label, 'ok')
+    except RuntimeError as e:
+        print(label, str(e))
+x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=torch.float64, requires_grad=True)
+y = x * 2
+v = y[1]
+v.mul_(3)
+print(y, v, y.grad_fn.next_functions, v.grad_fn.next_functions, v._version, y._version)
+(y.sum() + v.sum()).backward()
+print(x.grad)
+x.grad = None
+y = x * 2
+w = y[:, 1][0:1]
+w.zero_()
+t = y.t()
+t.mul_(torch.tensor([1.0, 10.0], dtype=torch.float64))
+print(t, w)
+y.view(6)[2:4].fill_(0.5)
+y.permute(1, 0)[2].neg_()
+y.T[1] += 5
+y.narrow(1, 0, 2).select(0, 1).mul_(10)
+y.unsqueeze(0)[0, 0].sub_(1.0)
+print(y)
+(y * torch.arange(6.0, dtype=torch.float64).reshape(2, 3)).sum().backward()
+print(x.grad)
+z = torch.zeros(2, 3)
+q = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+z[1].add_(q)
+p = torch.zeros(3)
+p[0:2].copy_(q[1:])
+print(z, z.grad_fn.name(), z.grad_fn.next_functions[0], p)
+(z * 2).sum().backward()
+print(q.grad)
+attempt('leaf view', lambda: x[0].mul_(2))
+attempt('leaf view t', lambda: x.t().mul_(2))
+attempt('expand', lambda: (x * 1)[:1].expand(3, 3).mul_(2))
+attempt('unbind', lambda: (x * 2).unbind(0)[1].add_(1.0))
+attempt('split', lambda: (x * 2).split(2, 1)[1].mul_(0.0))
+attempt('split sizes', lambda: (x * 2).split([1, 2], 1)[0].mul_(0.0))
+attempt('no_grad view', lambda: torch.ones(2, 2).unbind(0)[1].add_(x[0, :2]))
+y = x * 1
+s = y[0].sin()
+y[0].mul_(2)
+attempt('saved view', lambda: s.sum().backward())
+y = x * 1
+y.tanh_()
+y.fill_(0.5)
+attempt('saved result', lambda: y.sum().backward())
+y = x * 1
+y.div_(x.abs() + 1)
+y.add_(1.0)
+attempt('div_ then add_', lambda: y.sum().backward())
+with torch.no_grad():
+    y = x * 2
+    y.unbind(0)[1].add_(1)
+    y.chunk(3, 1)[2].mul_(0)
+print(y)
+""",
     "zero_norm_and_spread": """
 z = torch.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
 z.expand(3, 3).std(0).sum().backward()

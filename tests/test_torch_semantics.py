@@ -47,7 +47,7 @@ def test_issue_transcript() -> None:
         "one of the variables needed for gradient computation has been modified by an inplace "
         "operation: [torch.FloatTensor [3]] is at version 1; expected version 0 instead. Hint: "
         "enable anomaly detection to find the operation that failed to compute its gradient, "
-        "with torch.autograd.set_detect_anomaly(True).")
+        "with torch.autograd.set_detect_anomaly(True, check_nan=False).")
     assert repr(torch.tensor([[1.5, 2.0], [3.25, 4.0]], dtype=torch.float64, requires_grad=True)) == (
         "tensor([[1.5000, 2.0000],\n        [3.2500, 4.0000]], dtype=torch.float64, requires_grad=True)")
     assert repr(torch.tensor(1e-5)) == "tensor(1.0000e-05)"

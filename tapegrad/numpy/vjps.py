@@ -289,7 +289,10 @@ defvjp(w.cumprod, _vjp_cumprod)
 defvjp(w.logsumexp, _vjp_logsumexp)
 
 # --- shape ------------------------------------------------------------------------------------
-defvjp(w.reshape_c,  lambda ans, x, shape: lambda g: w.reshape_c(g, g.shape[: _nb(g, ans)] + x.shape))
+# (shape rules keep shapes and ranks, never the arrays: nothing stays alive for
+# them, and in the facade a later in-place change of the input is no conflict)
+defvjp(w.reshape_c,  lambda ans, x, shape: (lambda nd, xs: lambda g: w.reshape_c(g, g.shape[: g.ndim - nd] + xs))(
+                         ans.ndim, x.shape))
 defvjp(w.copy,       lambda ans, x: _same)
 defvjp(w.astype_float, lambda ans, x, dtype: _same)
 
@@ -358,8 +361,10 @@ defvjp(w.diag_from_vector, lambda ans, v, k=0: lambda g: w.diagonal(g, k, -2, -1
 defvjp(w.diag_embed, lambda ans, g0, offset, a1, a2, shape: lambda g: w.diagonal(g, offset, a1, a2))
 
 # --- indexing ---------------------------------------------------------------------------------
-defvjp(w.getitem,    lambda ans, x, idx, nb=0: lambda g: w.index_add(g, idx, x.shape[nb:], _nb(g, ans) + nb))
-defvjp(w.index_add,  lambda ans, g0, idx, shape, nb: lambda g: w.getitem(g, idx, _nb(g, ans) + nb))
+defvjp(w.getitem,    lambda ans, x, idx, nb=0: (lambda nd, xs: lambda g: w.index_add(g, idx, xs, g.ndim - nd + nb))(
+                         ans.ndim, x.shape[nb:]))
+defvjp(w.index_add,  lambda ans, g0, idx, shape, nb: (lambda nd: lambda g: w.getitem(g, idx, g.ndim - nd + nb))(
+                         ans.ndim))
 
 
 def _vjp_setitem_x(ans: Any, x: Any, idx: Index, v: Any) -> Vjp:
@@ -369,7 +374,7 @@ def _vjp_setitem_x(ans: Any, x: Any, idx: Index, v: Any) -> Vjp:
 
 
 defvjp(w.setitem, _vjp_setitem_x, None,
-       lambda ans, x, idx, v: lambda g: w.getitem(g, idx, _nb(g, ans)))
+       lambda ans, x, idx, v: (lambda nd: lambda g: w.getitem(g, idx, g.ndim - nd))(ans.ndim))
 
 # --- products ---------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ walk (:func:`tapegrad.tape.backprop`) seeded at the root.
 from __future__ import annotations
 
 import functools
+import re
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -194,10 +195,15 @@ def is_inference_mode_enabled() -> bool:
 class VersionCounter:
     """Shared by a tensor and its ``detach()``-ed aliases; bumped by in-place ops."""
 
-    __slots__ = ("v",)
+    __slots__ = ("v", "__weakref__")
 
     def __init__(self) -> None:
         self.v = 0
+
+
+# the grad_fn name of the last in-place op on the tensors of each version
+# counter (what PyTorch's version error names a changed input after)
+last_inplace: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
 _last_bump = [0]  # tape index at the latest in-place bump (graphs older than it get checked)
@@ -236,7 +242,7 @@ class Node:
         return {}
 
     def __repr__(self) -> str:
-        return f"<{self._name} object at {hex(id(self))}>"
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
 
     def register_hook(self, fn: Callable[..., Any]) -> Any:
         raise NotImplementedError("tapegrad.torch: hooks on grad_fn nodes are not supported; "
@@ -255,8 +261,14 @@ def _edge_node(t: Any) -> Any:
 
 @functools.cache
 def node_class(name: str) -> type[Node]:
-    """The ``grad_fn`` class of a PyTorch node name (one class per name)."""
-    return type(name, (Node,), {"__slots__": (), "_name": name})
+    """The ``grad_fn`` class of a PyTorch node name (one class per name).
+    Nodes PyTorch writes in C++ (``CopySlices``) give ``name()`` with their
+    namespace, as ``AccumulateGrad`` does."""
+    qualified = f"torch::autograd::{name}" if name in _CPP_NODES else name
+    return type(name, (Node,), {"__slots__": (), "_name": qualified})
+
+
+_CPP_NODES = frozenset({"CopySlices"})
 
 
 class AccumulateGrad(Node):
@@ -429,7 +441,7 @@ def check_versions(order: list[Any]) -> None:
                 if vc.v != ver:
                     val = _saved_value(core, key)
                     if val is not None:
-                        raise RuntimeError(version_message(val, vc.v, ver))
+                        raise RuntimeError(version_message(val, vc.v, ver, key, None if key is core else vc))
             continue
         vers = core.vers
         for k, x in enumerate(inputs_of(core)):
@@ -439,18 +451,20 @@ def check_versions(order: list[Any]) -> None:
             vc = getattr(x, "_vc", x)  # a tensor, or a non-leaf's version counter
             if vc.v != ver:
                 j = core.lay[k]
+                origin = None
                 if j is None:
                     val = _saved_value(core, x._value)
                 else:
-                    val = _saved_value(core, parents_of(core)[j if type(j) is int else j[1]])
+                    origin = parents_of(core)[j if type(j) is int else j[1]]
+                    val = _saved_value(core, origin)
                     if type(j) is not int and val is not None:  # saved as the fused view
                         val = value(val).T
                 if val is not None:
-                    raise RuntimeError(version_message(val, vc.v, ver))
+                    raise RuntimeError(version_message(val, vc.v, ver, origin, vc))
         if core.v:  # the result itself was modified in place
             val = _saved_value(core, core)
             if val is not None:
-                raise RuntimeError(version_message(val, core.v, 0))
+                raise RuntimeError(version_message(val, core.v, 0, core))
 
 
 def saved_key(v: Any) -> Any:
@@ -469,7 +483,11 @@ def _saved_value(core: Any, key: Any) -> Any:
     return None
 
 
-def version_message(val: Any, now: int, expected: int) -> str:
+def version_message(val: Any, now: int, expected: int, origin: Any = None, vc: Any = None) -> str:
+    """PyTorch's error for saved value ``val`` changed in place (at version
+    ``now``, saved at ``expected``); ``origin``: the tape node that made it
+    (None or a leaf: no "which is output ... of" clause); ``vc``: the version
+    counter of a saved input (see ``_made_by``)."""
     from tapegrad.torch._dtype import from_np
 
     v = value(val)
@@ -477,12 +495,48 @@ def version_message(val: Any, now: int, expected: int) -> str:
             "int32": "Int", "bool": "Bool", "complex64": "ComplexFloat",
             "complex128": "ComplexDouble"}.get(from_np(v.dtype).name, "Float")
     shape = ", ".join(str(s) for s in np.shape(v))
+    made = _made_by(origin, vc)
     return (
         "one of the variables needed for gradient computation has been modified by an "
-        f"inplace operation: [torch.{kind}Tensor [{shape}]] is at version {now}; expected "
+        f"inplace operation: [torch.{kind}Tensor [{shape}]]{made} is at version {now}; expected "
         f"version {expected} instead. Hint: enable anomaly detection to find the operation "
-        "that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True)."
+        "that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False)."
     )
+
+
+# grad_fn names of the ops whose results are views of their input: a view
+# changed in place reads back as PyTorch's AsStrided
+_VIEW_NODES = frozenset({
+    "AliasBackward0", "AsStridedBackward0", "DiagonalBackward0", "ExpandBackward0", "PermuteBackward0",
+    "ReshapeAliasBackward0", "SelectBackward0", "SliceBackward0", "SplitBackward0", "SplitWithSizesBackward0",
+    "SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2", "TBackward0", "TransposeBackward0",
+    "UnbindBackward0", "UnsqueezeBackward0", "ViewBackward0",
+})
+
+
+def _made_by(origin: Any, vc: Any = None) -> str:
+    """``", which is output 0 of Exp,"``: the op that made a saved value (for
+    an input saved with version counter ``vc``, the last in-place op on it),
+    as PyTorch's version error names it ("" for a leaf)."""
+    if not isinstance(origin, CoreNode) or origin.prim is None:
+        return ""
+    fn = getattr(origin, "fn", None)
+    nr = 0
+    if isinstance(fn, tuple):
+        fn, nr = fn
+    if isinstance(fn, Node):
+        name = type(fn).__name__
+    elif isinstance(fn, str):
+        name = fn
+    else:
+        name = core_name(origin.prim)
+    if name in _VIEW_NODES:
+        name, nr = "AsStrided", 0
+    elif vc is not None and vc in last_inplace:
+        name, nr = last_inplace[vc], 0
+    if name in _CPP_NODES:
+        name = f"torch::autograd::{name}"
+    return f", which is output {nr} of {re.sub(r'Backward[0-9]*$', '', name)},"
 
 
 # --- the backward walk ----------------------------------------------------------------------------

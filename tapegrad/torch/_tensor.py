@@ -34,6 +34,7 @@ from tapegrad.torch._graph import (
     bump,
     edge_of,
     held,
+    last_inplace,
     leaf_tensor,
     node_class,
     register_leaf,
@@ -47,6 +48,15 @@ ndarray = np.ndarray
 _generic = np.generic
 
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+VIEW_LEAF_INPLACE = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+MULTI_VIEW = (
+    "This view is the output of a function that returns multiple views. Such functions do not allow the "
+    "output views to be modified inplace. You should replace the inplace operation by an out-of-place one."
+)
+OVERLAP_INPLACE = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+    "location. Please clone() the tensor before performing the operation."
+)
 NONLEAF_GRAD = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
@@ -414,6 +424,37 @@ def _multi(rs: Sequence[Any], name: str, ins: Sequence[Any]) -> tuple[Tensor, ..
     return tuple(outs)
 
 
+def _viewed(t: Tensor, base: Tensor, kind: str, arg: Any) -> Tensor:
+    """Mark ``t`` as a view of ``base``, as PyTorch's views are: they share
+    its version counter, and an in-place op on ``t`` writes through to
+    ``base`` (see ``Tensor._write_back``).
+    ``kind`` says how ``t`` reads ``base``: ``"index"`` (``base[arg]``),
+    ``"perm"`` (its axes permuted by ``arg``), ``"shape"`` (reshaped to
+    ``arg``), or ``"expand"`` / ``"diagonal"`` / ``"multi"`` (one of several
+    views one op returns, ``arg`` = (op, output number)): no write-through."""
+    t._base_view = (base, kind, arg)
+    t._vc = base._vc  # one version counter for a base and all its views
+    return t
+
+
+def _read_view(b: Any, kind: str, arg: Any) -> Any:
+    """The value a view of ``kind`` reads from its base's value ``b``."""
+    if kind == "index":
+        return b[arg]
+    if kind == "perm":
+        return _w.transpose(b, arg)
+    return tnp.reshape(b, arg)
+
+
+def _write_view(b: Any, new: Any, kind: str, arg: Any) -> Any:
+    """The base's value once its view (of ``kind``) holds ``new``."""
+    if kind == "index":
+        return _w.setitem(b, _w.Index(arg, b.ndim), new)
+    if kind == "perm":
+        return _w.transpose(new, tuple(np.argsort(arg)))
+    return tnp.reshape(new, b.shape)
+
+
 def _v(x: Any) -> Any:
     return x._value if isinstance(x, Tensor) else x
 
@@ -565,6 +606,13 @@ def _index_key(key: Any) -> Any:
     return key
 
 
+def _basic_key(k: Any) -> builtins.bool:
+    """Does index ``k`` pick a view (ints, slices, None, ``...``), not a copy?"""
+    items = k if isinstance(k, tuple) else (k,)
+    return builtins.all(i is None or i is Ellipsis or isinstance(i, (slice, builtins.int, np.integer))
+                        and not isinstance(i, (builtins.bool, np.bool_)) for i in items)
+
+
 def _index_name(key: Any, setting: bool = False) -> str:
     items = key if isinstance(key, tuple) else (key,)
     advanced = False
@@ -636,6 +684,8 @@ class Tensor:
     _grad: Any = None
     _retains = False
     _acc: Any = None
+    # for a view: (base tensor, kind, argument), see _viewed; None otherwise
+    _base_view: Any = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Tensor:
         if len(args) == 1 and not isinstance(args[0], builtins.int):
@@ -1639,7 +1689,8 @@ class Tensor:
         return _result(tnp.diag(self._value, diagonal), "DiagBackward0" if self.ndim == 2 else "DiagEmbedBackward0", (self,))
 
     def diagonal(self, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
-        return _result(_w.diagonal(self._value, offset, dim1, dim2), "DiagonalBackward0", (self,))
+        return _viewed(_result(_w.diagonal(self._value, offset, dim1, dim2), "DiagonalBackward0", (self,)), self,
+                       "diagonal", None)
 
     def triu(self, diagonal: builtins.int = 0) -> Tensor:
         return _result(_w.triu(self._value, diagonal), "TriuBackward0", (self,))
@@ -1654,7 +1705,7 @@ class Tensor:
         size = _shape_arg(shape)
         if not _viewable(value(self._value), size):
             raise RuntimeError(_VIEW_ERROR)
-        return _result(tnp.reshape(self._value, size), "ViewBackward0", (self,))
+        return _viewed(_result(tnp.reshape(self._value, size), "ViewBackward0", (self,)), self, "shape", size)
 
     def reshape(self, *shape: Any) -> Tensor:
         """A view when the elements allow one, else a copy, named as PyTorch
@@ -1665,9 +1716,9 @@ class Tensor:
         a = self._value
         v = value(a)
         if type(a) is not Traced or _contiguous(v):
-            return _result(tnp.reshape(a, size), "ViewBackward0", (self,))
+            return _viewed(_result(tnp.reshape(a, size), "ViewBackward0", (self,)), self, "shape", size)
         if _viewable(v, size):
-            return _result(tnp.reshape(a, size), "ReshapeAliasBackward0", (self,))
+            return _viewed(_result(tnp.reshape(a, size), "ReshapeAliasBackward0", (self,)), self, "shape", size)
         c = self.clone()
         return _result(tnp.reshape(c._value, size), "UnsafeViewBackward0", (c,))
 
@@ -1697,37 +1748,48 @@ class Tensor:
     def t(self) -> Tensor:
         if self.ndim > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
-        return _result(_w.transpose(self._value), "TBackward0", (self,))
+        return _viewed(_result(_w.transpose(self._value), "TBackward0", (self,)), self, "perm",
+                       tuple(range(self.ndim))[::-1])
 
     def transpose(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
-        return _result(tnp.swapaxes(self._value, dim0, dim1), "TransposeBackward0", (self,))
+        perm = list(range(self.ndim))
+        if perm:
+            perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+        return _viewed(_result(tnp.swapaxes(self._value, dim0, dim1), "TransposeBackward0", (self,)), self, "perm",
+                       tuple(perm))
 
     swapaxes = swapdims = transpose
 
     def permute(self, *dims: Any) -> Tensor:
-        return _result(_w.transpose(self._value, _shape_arg(dims)), "PermuteBackward0", (self,))
+        perm = tuple(d % builtins.max(self.ndim, 1) for d in _shape_arg(dims))
+        return _viewed(_result(_w.transpose(self._value, perm), "PermuteBackward0", (self,)), self, "perm", perm)
 
     def movedim(self, source: Any, destination: Any) -> Tensor:
-        return _result(tnp.moveaxis(self._value, source, destination), "PermuteBackward0", (self,))
+        r = _result(tnp.moveaxis(self._value, source, destination), "PermuteBackward0", (self,))
+        return _viewed(r, self, "shape", r.shape) if self.ndim < 2 else _viewed(
+            r, self, "perm", tuple(np.moveaxis(np.arange(self.ndim), source, destination).tolist()))
 
     def squeeze(self, dim: Any = None) -> Tensor:
         a = self._value
         if dim is None:
-            return _result(tnp.squeeze(a), "SqueezeBackward0", (self,))
+            r = _result(tnp.squeeze(a), "SqueezeBackward0", (self,))
+            return _viewed(r, self, "shape", r.shape)
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
         keep = tuple(d % builtins.max(a.ndim, 1) for d in dims if a.ndim and a.shape[d] == 1)
         name = "SqueezeBackward2" if isinstance(dim, (tuple, list)) else "SqueezeBackward1"
-        return _result(tnp.squeeze(a, keep) if keep else tnp.reshape(a, a.shape), name, (self,))
+        r = _result(tnp.squeeze(a, keep) if keep else tnp.reshape(a, a.shape), name, (self,))
+        return _viewed(r, self, "shape", r.shape)
 
     def unsqueeze(self, dim: builtins.int) -> Tensor:
-        return _result(tnp.expand_dims(self._value, dim), "UnsqueezeBackward0", (self,))
+        r = _result(tnp.expand_dims(self._value, dim), "UnsqueezeBackward0", (self,))
+        return _viewed(r, self, "shape", r.shape)
 
     def expand(self, *sizes: Any) -> Tensor:
         sizes = _shape_arg(sizes)
         a = self._value
         lead = len(sizes) - a.ndim
         shape = tuple(a.shape[i - lead] if (s == -1 and i >= lead) else s for i, s in enumerate(sizes))
-        return _result(_w.broadcast_to(a, shape), "ExpandBackward0", (self,))
+        return _viewed(_result(_w.broadcast_to(a, shape), "ExpandBackward0", (self,)), self, "expand", shape)
 
     def expand_as(self, other: Tensor) -> Tensor:
         return self.expand(*other.shape)
@@ -1749,7 +1811,8 @@ class Tensor:
         a = self._value
         d = dim % a.ndim
         pre = (slice(None),) * d
-        return _multi([a[pre + (i,)] for i in range(a.shape[d])], "UnbindBackward0", (self,))
+        outs = _multi([a[pre + (i,)] for i in range(a.shape[d])], "UnbindBackward0", (self,))
+        return tuple(_viewed(o, self, "multi", ("Unbind", i)) for i, o in enumerate(outs))
 
     def split(self, split_size: Any, dim: builtins.int = 0) -> tuple[Tensor, ...]:
         a = self._value
@@ -1760,11 +1823,12 @@ class Tensor:
         else:
             sizes, name = [builtins.min(split_size, n - i) for i in range(0, n, split_size)], "SplitBackward0"
         pre = (slice(None),) * d
-        outs, at = [], 0
+        keys, at = [], 0
         for s in sizes:
-            outs.append(a[pre + (slice(at, at + s),)])
+            keys.append(pre + (slice(at, at + s),))
             at += s
-        return _multi(outs, name, (self,))
+        outs = _multi([a[k] for k in keys], name, (self,))
+        return tuple(_viewed(o, self, "multi", (name.removesuffix("Backward0"), i)) for i, o in enumerate(outs))
 
     def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Tensor, ...]:
         n = self._value.shape[dim]
@@ -1772,11 +1836,11 @@ class Tensor:
 
     def narrow(self, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
         key = (slice(None),) * (dim % self.ndim) + (slice(start, start + length),)
-        return _result(self._value[key], "SliceBackward0", (self,))
+        return _viewed(_result(self._value[key], "SliceBackward0", (self,)), self, "index", key)
 
     def select(self, dim: builtins.int, index: builtins.int) -> Tensor:
         key = (slice(None),) * (dim % self.ndim) + (index,)
-        return _result(self._value[key], "SelectBackward0", (self,))
+        return _viewed(_result(self._value[key], "SelectBackward0", (self,)), self, "index", key)
 
     def index_select(self, dim: builtins.int, index: Tensor) -> Tensor:
         key = (slice(None),) * (dim % self.ndim) + (value(_v(index)),)
@@ -1794,7 +1858,8 @@ class Tensor:
     # --- indexing ---------------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Tensor:
         k = _index_key(key)
-        return _result(self._value[k], _index_name(key), (self,))
+        t = _result(self._value[k], _index_name(key), (self,))
+        return _viewed(t, self, "index", k) if _basic_key(k) else t
 
     def __setitem__(self, key: Any, v: Any) -> None:
         k = _index_key(key)
@@ -1815,14 +1880,23 @@ class Tensor:
         self._inplace(name, setitem, (v if isinstance(v, Tensor) else None,))
 
     # --- in place ----------------------------------------------------------------------------------------
-    def _inplace(self, name: str, fn: Callable[[Any], Any], others: tuple[Any, ...] = ()) -> Tensor:
+    def _inplace(self, name: str, fn: Callable[[Any], Any], others: tuple[Any, ...] = (),
+                 saves_output: builtins.bool = False) -> Tensor:
         """Run an in-place op: recorded as a functional update when it must be
-        (the tensor now names the result), else written into the buffer."""
+        (the tensor now names the result), else written into the buffer.
+        ``saves_output``: PyTorch's backward of the op reads its result (``exp_``,
+        ``tanh_``...), so a later in-place change of the tensor is an error."""
         v = self._value
         if type(v) is Traced and v._tape is GT and GT.active and self._grad_fn is None and v._node.prim is None:
             raise RuntimeError(LEAF_INPLACE)
+        view = self._base_view
+        if view is not None:
+            self._check_view_write(view)
         new = fn(v)
         if type(new) is Traced:
+            if view is not None and view[1] == "multi":
+                raise RuntimeError("A view was created in no_grad mode and is being modified inplace with grad "
+                                   f"mode enabled. {MULTI_VIEW}")
             dt = value(v).dtype
             if new.dtype != dt:
                 new = _cast(new, dt)
@@ -1831,18 +1905,61 @@ class Tensor:
                     f"output with shape {list(v.shape)} doesn't match the broadcast shape {list(new.shape)}")
             if new._tape is GT:
                 node = _node(name, (self,) + others, new._node, new, self._vc, self._vc.v + 1)
-                node._saved = node._saved[3:]  # its own input is not the tensor any more
+                # its own input is not the tensor any more; its output counts as
+                # saved only where PyTorch's backward reads it (our rules may keep
+                # it where PyTorch's keep the inputs: x / y)
+                node._saved = node._saved[3:] if saves_output else node._saved[3:-3]
                 self._grad_fn = node
                 if type(new._node) is FNode:
                     new._node.fn = node
+                    if saves_output:  # checked from the node's list, the output included
+                        new._node.ins = None
             else:
                 self._grad_fn = None
             self._value = new
             self._nr = 0
+            last_inplace[self._vc] = name
+            if view is not None:
+                self._write_back(view, others)  # (the base's change counts on the shared counter)
+                return self
         elif new is not _DONE:
             self._write(new)
         bump(self._vc)
         return self
+
+    def _check_view_write(self, view: Any) -> None:
+        """Raise as PyTorch does for an in-place op on this view (of a leaf
+        that requires grad, or with elements that share memory)."""
+        base, kind, arg = view
+        if kind == "expand" and 0 in value(self._value).strides and self._value.size > 1:
+            raise RuntimeError(OVERLAP_INPLACE)
+        if kind == "multi" and GT.active and self._grad_fn is not None:
+            raise RuntimeError(f"Output {arg[1]} of {arg[0]} is a view and is being modified inplace. {MULTI_VIEW}")
+        while base._base_view is not None:
+            base = base._base_view[0]
+        b = base._value
+        if type(b) is Traced and b._tape is GT and GT.active and base._grad_fn is None and b._node.prim is None:
+            raise RuntimeError(VIEW_LEAF_INPLACE)
+
+    def _write_back(self, view: Any, others: tuple[Any, ...]) -> None:
+        """After a recorded in-place op on this view: write its new value
+        into its base (``CopySlices`` there, with the op's other inputs as
+        edges), then read it back from the base (``AsStridedBackward0``)."""
+        base, kind, arg = view
+        if kind in ("expand", "diagonal", "multi"):
+            raise RuntimeError(
+                f"tapegrad.torch: an in-place operation on a {'diagonal()' if kind == 'diagonal' else 'expand()'} "
+                "view cannot write through to its base while gradients are recorded; clone() the view first, "
+                "or build the new base out of place")
+        new = self._value
+        base._inplace("CopySlices", lambda b: _write_view(b, new, kind, arg), others)
+        r = _read_view(base._value, kind, arg)
+        if type(r) is Traced and r._tape is GT:
+            self._value = r
+            self._grad_fn = fn = _node("AsStridedBackward0", (base,), r._node, r, self._vc, self._vc.v)
+            if type(r._node) is FNode:
+                r._node.fn = fn
+                r._node.ins = None
 
     def _write(self, new: Any) -> None:
         holder, buf = None, self._value
@@ -1907,7 +2024,7 @@ class Tensor:
             t = _new(a)
             return getattr(t, method)()._value
 
-        return self._inplace(name, op)
+        return self._inplace(name, op, saves_output=method not in ("abs", "log"))
 
     def sqrt_(self) -> Tensor:
         return self._unary_("sqrt")

@@ -41,7 +41,7 @@ class FunctionCtx:
             if type(t) is _SavedOutput:
                 t = t.tensor()
             if isinstance(t, Tensor) and t._vc.v != ver:
-                raise RuntimeError(version_message(t._value, t._vc.v, ver))
+                raise RuntimeError(version_message(t._value, t._vc.v, ver, getattr(t._value, '_node', None)))
             out.append(t)
         return tuple(out)
 
