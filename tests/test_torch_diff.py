@@ -401,6 +401,21 @@ with torch.no_grad():
     y.chunk(3, 1)[2].mul_(0)
 print(y)
 """,
+    "clamp_bounds_and_fused_names": """
+x = torch.tensor([0.0, 1.0, 2.0, 3.0, 5.0], requires_grad=True)
+lo = torch.tensor([1.0, 1.0, 1.0, 2.5, 1.0], requires_grad=True)
+hi = torch.tensor([1.0, 2.0, 2.0, 2.0, 1.0], requires_grad=True)
+r = torch.clamp(x, lo, hi) + x.clamp(min=lo) * 2 + x.clamp(max=hi) * 3
+r.sum().backward()
+print(r, x.grad, lo.grad, hi.grad)
+a = torch.tensor([1.0, 2.0], requires_grad=True)
+b = torch.tensor([3.0, 4.0], requires_grad=True)
+for y in [torch.lerp(a, b, 0.3), torch.lerp(a, b, torch.tensor([0.3, 0.2])), torch.addcmul(a, a, b, value=0.5),
+          torch.addcdiv(a, a, b), a.lerp(b, 0.5), a.addcmul(b, b)]:
+    print(y, y.grad_fn.next_functions)
+(torch.lerp(a, b, 0.3) * torch.addcdiv(a, a, b, value=2)).sum().backward()
+print(a.grad, b.grad)
+""",
     "zero_norm_and_spread": """
 z = torch.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
 z.expand(3, 3).std(0).sum().backward()

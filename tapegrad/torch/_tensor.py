@@ -455,6 +455,18 @@ def _write_view(b: Any, new: Any, kind: str, arg: Any) -> Any:
     return tnp.reshape(new, b.shape)
 
 
+def _renamed(t: Tensor, name: str, ins: Sequence[Any]) -> Tensor:
+    """``t``, the result of a composite of facade ops, as one PyTorch node
+    ``name`` with edges to ``ins`` (tensors; anything else lists as None)."""
+    r = t._value
+    if type(r) is not Traced or r._tape is not GT:
+        return t
+    out = _result(r, name, tuple(x if isinstance(x, Tensor) else None for x in ins))
+    if type(r._node) is FNode:
+        r._node.fn = out._grad_fn
+    return out
+
+
 def _v(x: Any) -> Any:
     return x._value if isinstance(x, Tensor) else x
 
@@ -1376,13 +1388,18 @@ class Tensor:
         return _result(_w.add(m, s), "AddmmBackward0", (self, mat1, mat2))
 
     def addcmul(self, t1: Any, t2: Any, value: Any = 1) -> Tensor:
-        return self + t1 * t2 * value if value != 1 else self + t1 * t2
+        r = self + t1 * t2 * value if value != 1 else self + t1 * t2
+        return _renamed(r, "AddcmulBackward0", (self, t1, t2))
 
     def addcdiv(self, t1: Any, t2: Any, value: Any = 1) -> Tensor:
-        return self + t1 / t2 * value if value != 1 else self + t1 / t2
+        r = self + t1 / t2 * value if value != 1 else self + t1 / t2
+        return _renamed(r, "AddcdivBackward0", (self, t1, t2))
 
     def lerp(self, end: Any, weight: Any) -> Tensor:
-        return self + (end - self) * weight
+        r = self + (end - self) * weight
+        if isinstance(weight, Tensor):
+            return _renamed(r, "LerpBackward1", (self, end, weight))
+        return _renamed(r, "LerpBackward0", (self, end))
 
     def _unary(self, fn: Any, name: str) -> Tensor:
         a = self._value
@@ -1470,11 +1487,20 @@ class Tensor:
         if isinstance(min, Tensor) or isinstance(max, Tensor):
             lo = _v(min) if min is not None else None
             hi = _v(max) if max is not None else None
+            # PyTorch's gradients at the bounds: to x where min <= x <= max (not
+            # a tie split as maximum's), to max where min > max, and to none
+            # where x < min == max
+            x = value(a)
             r = a
-            if lo is not None:
-                r = _w.maximum(r, lo)
-            if hi is not None:
-                r = _w.minimum(r, hi)
+            if lo is not None and hi is not None:
+                lv, hv = value(lo), value(hi)
+                r = tnp.where((x < lv) & (lv == hv), lv, r)
+                r = tnp.where((x < lv) & (lv < hv), lo, r)
+                r = tnp.where((x > hv) | (hv < lv), hi, r)
+            elif lo is not None:
+                r = tnp.where(x < value(lo), lo, r)
+            else:
+                r = tnp.where(x > value(hi), hi, r)
             ins = [self] + [x for x in (min, max) if isinstance(x, Tensor)]
             return _result(r, "ClampBackward0", ins)
         if min is None and max is None:
