@@ -416,6 +416,24 @@ for y in [torch.lerp(a, b, 0.3), torch.lerp(a, b, torch.tensor([0.3, 0.2])), tor
 (torch.lerp(a, b, 0.3) * torch.addcdiv(a, a, b, value=2)).sum().backward()
 print(a.grad, b.grad)
 """,
+    "zero_gradients_and_bool_subtraction": """
+x = torch.tensor([[0.0, 1.5, -2.0], [2.0, -0.5, 3.0]], requires_grad=True)
+y = torch.tensor([[1.0, 1.5, -3.0], [0.0, 0.5, 3.0]], requires_grad=True)
+r = (torch.maximum(x, y) * -2).sum() + (torch.minimum(x, y) * -1).sum() + (x.clamp(-1, 1) * -3).sum()
+r = r + (x.relu() * -1).sum() + x.round().abs().sqrt().sum() + x.floor().sum() + x.sign().sum()
+r.backward()
+print(x.grad, y.grad)
+b = torch.tensor([True, False])
+f = torch.tensor([1.0, 2.0])
+for label, fn in [('f - True', lambda: f - True), ('b - 1', lambda: b - 1), ('1 - b', lambda: 1 - b),
+                  ('f - b', lambda: f - b), ('b - b', lambda: b - b), ('-b', lambda: -b),
+                  ('sub_', lambda: f.clone().sub_(b))]:
+    try:
+        fn()
+        print(label, 'ok')
+    except RuntimeError as e:
+        print(label, e)
+""",
     "zero_norm_and_spread": """
 z = torch.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
 z.expand(3, 3).std(0).sum().backward()

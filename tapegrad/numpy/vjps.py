@@ -57,6 +57,15 @@ def _kept(ans: Any, shape: tuple[int, ...], axis: Any) -> Any:
     return w.reshape_c(ans, _kept_shape(shape, axis))
 
 
+def _select(g: Any, m: Any) -> Any:
+    """``g * m`` for a mask ``m`` (0, 1, or 0.5 on ties), but exactly +0 where
+    ``m`` is 0: not -0 for a negative ``g``, nor NaN for an infinite one (as
+    JAX's select and PyTorch's masked_fill give)."""
+    if m.dtype == bool:
+        return w.where3(m, g, 0.0)
+    return w.where3(m != 0, g * m, 0.0)
+
+
 def _balanced_eq(x: Any, z: Any, y: Any) -> Any:
     """1 where x is the winner, 0.5 on ties (as JAX splits them), else 0; in
     the result's dtype (a float64 mask would promote float32 cotangents)."""
@@ -164,14 +173,14 @@ defvjp(w.power,      lambda ans, x, y: _vjp_power_base(x, y),
                      lambda ans, x, y: lambda g: g * (w.log(w.where3(value(x) == 0, 1, x)) * ans))
 defvjp(w.arctan2,    lambda ans, y, x: lambda g: g * x / (x * x + y * y),
                      lambda ans, y, x: lambda g: -g * y / (x * x + y * y))
-defvjp(w.maximum,    lambda ans, x, y: lambda g: g * _balanced_eq(x, ans, y),
-                     lambda ans, x, y: lambda g: g * _balanced_eq(y, ans, x))
-defvjp(w.minimum,    lambda ans, x, y: lambda g: g * _balanced_eq(x, ans, y),
-                     lambda ans, x, y: lambda g: g * _balanced_eq(y, ans, x))
-defvjp(w.fmax,       lambda ans, x, y: lambda g: g * _balanced_eq(x, ans, y),
-                     lambda ans, x, y: lambda g: g * _balanced_eq(y, ans, x))
-defvjp(w.fmin,       lambda ans, x, y: lambda g: g * _balanced_eq(x, ans, y),
-                     lambda ans, x, y: lambda g: g * _balanced_eq(y, ans, x))
+defvjp(w.maximum,    lambda ans, x, y: lambda g: _select(g, _balanced_eq(x, ans, y)),
+                     lambda ans, x, y: lambda g: _select(g, _balanced_eq(y, ans, x)))
+defvjp(w.minimum,    lambda ans, x, y: lambda g: _select(g, _balanced_eq(x, ans, y)),
+                     lambda ans, x, y: lambda g: _select(g, _balanced_eq(y, ans, x)))
+defvjp(w.fmax,       lambda ans, x, y: lambda g: _select(g, _balanced_eq(x, ans, y)),
+                     lambda ans, x, y: lambda g: _select(g, _balanced_eq(y, ans, x)))
+defvjp(w.fmin,       lambda ans, x, y: lambda g: _select(g, _balanced_eq(x, ans, y)),
+                     lambda ans, x, y: lambda g: _select(g, _balanced_eq(y, ans, x)))
 defvjp(w.hypot,      lambda ans, x, y: lambda g: g * x / ans,
                      lambda ans, x, y: lambda g: g * y / ans)
 defvjp(w.logaddexp,  lambda ans, x, y: lambda g: g * w.exp(x - ans),
@@ -191,9 +200,9 @@ def _clip_masks(x: Any, lo: Any, hi: Any) -> tuple[Any, Any, Any]:
     return ~(below | above), below, above
 
 
-defvjp(w.clip,       lambda ans, x, lo=None, hi=None, **kw: lambda g: g * _clip_masks(x, lo, hi)[0],
-                     lambda ans, x, lo=None, hi=None, **kw: lambda g: g * _clip_masks(x, lo, hi)[1],
-                     lambda ans, x, lo=None, hi=None, **kw: lambda g: g * _clip_masks(x, lo, hi)[2])
+defvjp(w.clip,       lambda ans, x, lo=None, hi=None, **kw: lambda g: _select(g, _clip_masks(x, lo, hi)[0]),
+                     lambda ans, x, lo=None, hi=None, **kw: lambda g: _select(g, _clip_masks(x, lo, hi)[1]),
+                     lambda ans, x, lo=None, hi=None, **kw: lambda g: _select(g, _clip_masks(x, lo, hi)[2]))
 defvjp(w.where3,     None,
                      lambda ans, c, x, y: lambda g: w.where3(c, g, 0.0),
                      lambda ans, c, x, y: lambda g: w.where3(c, 0.0, g))

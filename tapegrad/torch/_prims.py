@@ -2,9 +2,10 @@
 
 - ``sigmoid`` is ``tapegrad.scipy.special.expit`` (a primitive for numerical
   stability whose rule reuses the answer).
-- ``relu``: ``maximum(x, 0)`` with the rule ``g * (ans > 0)``, for speed: as
-  ``where`` it costs several times more, and as ``maximum`` its rule would
-  split ties at 0.
+- ``relu``: ``maximum(x, 0)`` with the rule ``where(ans > 0, g, 0)``: as
+  ``maximum`` its rule would split ties at 0.
+- ``stepped``: the result of a step function (``floor``, ``round``,
+  ``sign``...) with an exact zero gradient.
 - ``to_device``: moves an array between NumPy and CuPy; the rule moves the
   cotangent back.
 - ``norm_sqrt``: the square root that ends a 2-norm or a standard deviation,
@@ -37,7 +38,7 @@ from tapegrad.primitive import defjvp, defvjp, primitive
 from tapegrad.scipy.special import expit as sigmoid
 from tapegrad.tracer import value
 
-__all__ = ["linear", "log_softmax", "mean", "nll", "norm_sqrt", "relu", "sigmoid", "softmax", "to_device"]
+__all__ = ["linear", "log_softmax", "mean", "nll", "norm_sqrt", "relu", "sigmoid", "softmax", "stepped", "to_device"]
 
 
 def _relu(x: Any) -> Any:
@@ -45,8 +46,20 @@ def _relu(x: Any) -> Any:
 
 
 relu = primitive(_relu, "relu")
-defvjp(relu, lambda ans, x: lambda g: g * (value(ans) > 0))
-defjvp(relu, lambda ans, x: lambda t: t * (value(ans) > 0))
+defvjp(relu, lambda ans, x: lambda g: _w.where3(value(ans) > 0, g, 0.0))  # (+0 where off, as PyTorch)
+defjvp(relu, lambda ans, x: lambda t: _w.where3(value(ans) > 0, t, 0.0))
+
+
+def _stepped(x: Any, r: Any) -> Any:
+    return r
+
+
+# ``stepped(x, r)`` is ``r``, a step function of ``x`` (its floor, sign...)
+# computed outside the tape: zero gradient to ``x``, exactly (a cotangent's
+# NaN or infinity does not pass into ``0 * g``)
+stepped = primitive(_stepped, "stepped")
+defvjp(stepped, lambda ans, x, r: lambda g: _w.where3(True, 0.0, g), None)
+defjvp(stepped, lambda ans, x, r: lambda t: _w.where3(True, 0.0, t), None)
 
 
 def _to_device(x: Any, device: str) -> Any:

@@ -467,6 +467,18 @@ def _renamed(t: Tensor, name: str, ins: Sequence[Any]) -> Tensor:
     return out
 
 
+def _check_bool_sub(x: Tensor, other: Any) -> None:
+    """PyTorch refuses ``-`` with a bool operand (a tensor, or a Python bool)."""
+    x_bool = x._value.dtype == np.bool_
+    o_bool = isinstance(other, builtins.bool) or (isinstance(other, Tensor) and other._value.dtype == np.bool_)
+    if x_bool and o_bool and isinstance(other, Tensor):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if x_bool or o_bool:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                           "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
 def _v(x: Any) -> Any:
     return x._value if isinstance(x, Tensor) else x
 
@@ -1160,6 +1172,8 @@ class Tensor:
     # --- arithmetic ----------------------------------------------------------------------------------
     def _arith(self, other: Any, fn: Any, name: str, div: builtins.bool = False) -> Tensor:
         """``fn(self, other)`` with PyTorch's promotion, named ``name``."""
+        if fn is _w.subtract:
+            _check_bool_sub(self, other)
         a, b, o = _operands(self, other, div)
         t = _rec2(fn.primitive, a, b, name, (self, o))
         if t is not None:
@@ -1172,6 +1186,7 @@ class Tensor:
     __sub__ = _operator(_SUB, "SubBackward0")
 
     def __rsub__(self, other: Any) -> Tensor:
+        _check_bool_sub(self, other)
         a, b, o = _operands(self, other)
         return _result(_w.subtract(b, a), "RsubBackward1", (self,))
 
@@ -1236,6 +1251,9 @@ class Tensor:
         return _as_tensor(other).__matmul__(self)
 
     def __neg__(self) -> Tensor:
+        if self._value.dtype == np.bool_:
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                               "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
         return _result(_w.negative(self._value), "NegBackward0", (self,))
 
     def __pos__(self) -> Tensor:
@@ -1455,7 +1473,7 @@ class Tensor:
     reciprocal = _unary_method(_w.reciprocal, "ReciprocalBackward0")
 
     def sign(self) -> Tensor:
-        return _result(self._value * 0 + np.sign(value(self._value)), "SignBackward0", (self,))
+        return self._rounding(np.sign, "SignBackward0")
 
     def sgn(self) -> Tensor:
         return self.sign()
@@ -1464,7 +1482,7 @@ class Tensor:
         a = self._value
         r = fn(value(a))
         if type(a) is Traced and a.dtype.kind in "fc":
-            return _result(a * 0 + r, name, (self,))  # type: ignore[operator]  # Traced's operators are installed at runtime
+            return _result(P.stepped(a, np.asarray(r)), name, (self,))
         return _new(np.asarray(r))
 
     def floor(self) -> Tensor:
@@ -2015,6 +2033,7 @@ class Tensor:
         return self._binary_(other * alpha if alpha != 1 else other, _w.add, "AddBackward0")
 
     def sub_(self, other: Any, alpha: Any = 1) -> Tensor:
+        _check_bool_sub(self, other)
         return self._binary_(other * alpha if alpha != 1 else other, _w.subtract, "SubBackward0")
 
     def mul_(self, other: Any) -> Tensor:
