@@ -434,6 +434,34 @@ for label, fn in [('f - True', lambda: f - True), ('b - 1', lambda: b - 1), ('1 
     except RuntimeError as e:
         print(label, e)
 """,
+    "index_chains_where_edges_bmm_outer": """
+x = torch.zeros(2, 3, 4, requires_grad=True)
+def chain(f):
+    names = []
+    while f is not None and f.next_functions:
+        names.append(f.name())
+        f = f.next_functions[0][0]
+    return names
+for k in [(-1, slice(-2, None)), (None, slice(None), 1), (slice(1, None), 0), (Ellipsis, 1), (slice(None), slice(None)),
+          (slice(0, 2), slice(1, 2)), (0, 1), (slice(0, 2),), (0, None, 1), (slice(None, None, 2), 0, slice(1, 3))]:
+    print(k, chain(x[k].grad_fn))
+x[0, 1:, None, -1].sum().backward()
+print(x.grad.sum(), x.grad[0, :, 3])
+a = torch.tensor([1.0, -1.0], requires_grad=True)
+print(torch.where(a > 0, a, 0.0).grad_fn.next_functions, torch.where(a > 0, 0.0, a).grad_fn.next_functions)
+p = torch.arange(12.0, requires_grad=True)
+q = torch.arange(12.0, requires_grad=True)
+r = torch.bmm(p.reshape(2, 3, 2), q.reshape(2, 2, 3))
+(r * r).sum().backward()
+print(r, r.grad_fn.next_functions, p.grad, q.grad)
+v = torch.arange(4.0, requires_grad=True)
+print(torch.outer(v, v), torch.outer(v, v).grad_fn.next_functions)
+for f in (lambda: torch.bmm(p.reshape(3, 4), q.reshape(2, 2, 3)), lambda: torch.bmm(p.reshape(2, 3, 2), q.reshape(2, 3, 2))):
+    try:
+        f()
+    except RuntimeError as e:
+        print(e)
+""",
     "zero_norm_and_spread": """
 z = torch.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
 z.expand(3, 3).std(0).sum().backward()

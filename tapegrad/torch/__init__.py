@@ -117,7 +117,7 @@ __all__ = [
 
 # the function forms of tensor methods: torch.exp(x), torch.sum(x, dim=0), ...
 _METHODS = """abs absolute acos acosh add addcdiv addcmul addmm all allclose amax amin any argmax argmin
-argsort asin asinh atan atan2 atanh ceil chunk clamp clamp_max clamp_min clip clone cos cosh
+argsort asin asinh atan atan2 atanh bmm ceil chunk clamp clamp_max clamp_min clip clone cos cosh
 count_nonzero cumprod cumsum detach diag diagonal div divide dot equal exp exp2 expm1 flatten
 flip floor frac gather index_select isclose isfinite isinf isnan lerp log log10 log1p log2
 log_softmax logical_and logical_not logical_or logsumexp masked_fill matmul maximum mean minimum mm

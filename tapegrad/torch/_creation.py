@@ -308,7 +308,7 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa:
         b = np.asarray(b, dtype=a.dtype)
     elif isinstance(other, Tensor):
         a = np.asarray(a, dtype=b.dtype)
-    ins = tuple(x for x in (input, other) if isinstance(x, Tensor))
+    ins = tuple(x if isinstance(x, Tensor) else None for x in (input, other))
     return _result(_w.where3(c, a, b), "WhereBackward0", ins)
 
 

@@ -321,7 +321,7 @@ def view_of(core: Any) -> Node:
         view: Any = object.__new__(node_class(fn))
         parents = parents_of(core)
         view._edges = tuple([(None, 0) if j is None else edge_of(parents[j], x) if type(j) is int
-                             else _fused_edge(j[0], edge_of(parents[j[1]], x))
+                             else fused_edge(j[0], edge_of(parents[j[1]], x))
                              for x, j in zip(inputs_of(core), core.lay)])
         view._core = core
         view._saved = ()  # check_versions reads the entry's ins and vers
@@ -340,7 +340,7 @@ def inputs_of(core: FNode) -> tuple[Any, ...]:
     return (ins,) + (None,) * (len(core.lay) - 1)
 
 
-def _fused_edge(name: str, edge: tuple[Any, int]) -> tuple[Any, int]:
+def fused_edge(name: str, edge: tuple[Any, int]) -> tuple[Any, int]:
     """An edge to a one-input node ``name`` (with ``edge`` as its own) that an
     op fused in: it exists only as a view, the entry's rules do its work."""
     view: Any = object.__new__(node_class(name))
@@ -483,17 +483,19 @@ def _saved_value(core: Any, key: Any) -> Any:
     return None
 
 
+# PyTorch's C++ names of the scalar types, as its error messages spell them
+SCALAR_TYPE = {"float16": "Half", "float32": "Float", "float64": "Double", "int32": "Int", "int64": "Long",
+               "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble", "int16": "Short",
+               "int8": "Char", "uint8": "Byte"}
+
+
 def version_message(val: Any, now: int, expected: int, origin: Any = None, vc: Any = None) -> str:
     """PyTorch's error for saved value ``val`` changed in place (at version
     ``now``, saved at ``expected``); ``origin``: the tape node that made it
     (None or a leaf: no "which is output ... of" clause); ``vc``: the version
     counter of a saved input (see ``_made_by``)."""
-    from tapegrad.torch._dtype import from_np
-
     v = value(val)
-    kind = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
-            "int32": "Int", "bool": "Bool", "complex64": "ComplexFloat",
-            "complex128": "ComplexDouble"}.get(from_np(v.dtype).name, "Float")
+    kind = SCALAR_TYPE.get(np.dtype(v.dtype).name, "Float")
     shape = ", ".join(str(s) for s in np.shape(v))
     made = _made_by(origin, vc)
     return (

@@ -28,11 +28,13 @@ from tapegrad.torch import _format
 from tapegrad.torch import _prims as P
 from tapegrad.torch._graph import (
     GT,
+    SCALAR_TYPE,
     AccumulateGrad,
     FNode,
     VersionCounter,
     bump,
     edge_of,
+    fused_edge,
     held,
     last_inplace,
     leaf_tensor,
@@ -635,6 +637,29 @@ def _basic_key(k: Any) -> builtins.bool:
     items = k if isinstance(k, tuple) else (k,)
     return builtins.all(i is None or i is Ellipsis or isinstance(i, (slice, builtins.int, np.integer))
                         and not isinstance(i, (builtins.bool, np.bool_)) for i in items)
+
+
+def _index_steps(k: Any, shape: tuple[int, ...]) -> list[str]:
+    """The view ops PyTorch applies for basic index ``k`` on ``shape``, in
+    order: ``None`` unsqueezes, an int selects, a slice that is no no-op
+    slices (``x[-1, -2:]``: select, then slice)."""
+    items = list(k) if isinstance(k, tuple) else [k]
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        fill = len(shape) - builtins.sum(1 for i in items if i is not None and i is not Ellipsis)
+        items[at:at + 1] = [slice(None)] * fill
+    steps, dim = [], 0
+    for i in items:
+        if i is None:
+            steps.append("UnsqueezeBackward0")
+            continue
+        if isinstance(i, slice):
+            if i.indices(shape[dim]) != (0, shape[dim], 1):
+                steps.append("SliceBackward0")
+        else:
+            steps.append("SelectBackward0")
+        dim += 1
+    return steps
 
 
 def _index_name(key: Any, setting: bool = False) -> str:
@@ -1388,7 +1413,23 @@ class Tensor:
         return self @ other
 
     def outer(self, other: Tensor) -> Tensor:
-        return self.reshape(-1, 1) * other.reshape(1, -1)
+        return self.reshape(-1, 1) * other
+
+    ger = outer
+
+    def bmm(self, other: Tensor) -> Tensor:
+        """Batched matrix product of two 3-D tensors (``BmmBackward0``)."""
+        if self.ndim != 3 or other.ndim != 3:
+            raise RuntimeError("batch1 must be a 3D tensor" if self.ndim != 3 else "batch2 must be a 3D tensor")
+        if self.shape[0] != other.shape[0] or self.shape[2] != other.shape[1]:
+            raise RuntimeError(
+                f"Expected size for first two dimensions of batch2 tensor to be: [{self.shape[0]}, {self.shape[2]}] "
+                f"but got: [{other.shape[0]}, {other.shape[1]}].")
+        a, b = self._value, other._value
+        if a.dtype != b.dtype:
+            raise RuntimeError(f"expected scalar type {SCALAR_TYPE[a.dtype.name]} but found "
+                               f"{SCALAR_TYPE[b.dtype.name]}")
+        return _result(_w.matmul(a, b), "BmmBackward0", (self, other))
 
     # (added for nn.Linear) ``torch.addmm``: one node, named as PyTorch names it
     def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
@@ -1902,8 +1943,16 @@ class Tensor:
     # --- indexing ---------------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Tensor:
         k = _index_key(key)
-        t = _result(self._value[k], _index_name(key), (self,))
-        return _viewed(t, self, "index", k) if _basic_key(k) else t
+        if not _basic_key(k):
+            return _result(self._value[k], _index_name(key), (self,))
+        steps = _index_steps(k, self._value.shape)
+        t = _result(self._value[k], steps[-1] if steps else "AliasBackward0", (self,))
+        if len(steps) > 1 and t._grad_fn is not None:  # PyTorch's chain: one view node per step
+            edge = t._grad_fn._edges[0]
+            for name in steps[:-1]:
+                edge = fused_edge(name, edge)
+            t._grad_fn._edges = (edge,)
+        return _viewed(t, self, "index", k)
 
     def __setitem__(self, key: Any, v: Any) -> None:
         k = _index_key(key)
