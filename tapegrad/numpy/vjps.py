@@ -298,10 +298,15 @@ defvjp(w.cumprod, _vjp_cumprod)
 defvjp(w.logsumexp, _vjp_logsumexp)
 
 # --- shape ------------------------------------------------------------------------------------
-# (shape rules keep shapes and ranks, never the arrays: nothing stays alive for
-# them, and in the facade a later in-place change of the input is no conflict)
-defvjp(w.reshape_c,  lambda ans, x, shape: (lambda nd, xs: lambda g: w.reshape_c(g, g.shape[: g.ndim - nd] + xs))(
-                         ans.ndim, x.shape))
+# (shape and indexing rules keep shapes and ranks, never the arrays: nothing
+# stays alive for them, and in the facade a later in-place change of the
+# input is no conflict)
+def _vjp_reshape(ans: Any, x: Any, shape: Any) -> Vjp:
+    nd, xs = ans.ndim, x.shape
+    return lambda g: w.reshape_c(g, g.shape[: g.ndim - nd] + xs)
+
+
+defvjp(w.reshape_c, _vjp_reshape)
 defvjp(w.copy,       lambda ans, x: _same)
 defvjp(w.astype_float, lambda ans, x, dtype: _same)
 
@@ -370,10 +375,18 @@ defvjp(w.diag_from_vector, lambda ans, v, k=0: lambda g: w.diagonal(g, k, -2, -1
 defvjp(w.diag_embed, lambda ans, g0, offset, a1, a2, shape: lambda g: w.diagonal(g, offset, a1, a2))
 
 # --- indexing ---------------------------------------------------------------------------------
-defvjp(w.getitem,    lambda ans, x, idx, nb=0: (lambda nd, xs: lambda g: w.index_add(g, idx, xs, g.ndim - nd + nb))(
-                         ans.ndim, x.shape[nb:]))
-defvjp(w.index_add,  lambda ans, g0, idx, shape, nb: (lambda nd: lambda g: w.getitem(g, idx, g.ndim - nd + nb))(
-                         ans.ndim))
+def _vjp_getitem(ans: Any, x: Any, idx: Index, nb: int = 0) -> Vjp:
+    nd, xs = ans.ndim, x.shape[nb:]
+    return lambda g: w.index_add(g, idx, xs, g.ndim - nd + nb)
+
+
+def _vjp_index_add(ans: Any, g0: Any, idx: Index, shape: Any, nb: int) -> Vjp:
+    nd = ans.ndim
+    return lambda g: w.getitem(g, idx, g.ndim - nd + nb)
+
+
+defvjp(w.getitem, _vjp_getitem)
+defvjp(w.index_add, _vjp_index_add)
 
 
 def _vjp_setitem_x(ans: Any, x: Any, idx: Index, v: Any) -> Vjp:
@@ -382,8 +395,12 @@ def _vjp_setitem_x(ans: Any, x: Any, idx: Index, v: Any) -> Vjp:
     return lambda g: g * keep
 
 
-defvjp(w.setitem, _vjp_setitem_x, None,
-       lambda ans, x, idx, v: (lambda nd: lambda g: w.getitem(g, idx, g.ndim - nd))(ans.ndim))
+def _vjp_setitem_v(ans: Any, x: Any, idx: Index, v: Any) -> Vjp:
+    nd = ans.ndim
+    return lambda g: w.getitem(g, idx, g.ndim - nd)
+
+
+defvjp(w.setitem, _vjp_setitem_x, None, _vjp_setitem_v)
 
 # --- products ---------------------------------------------------------------------------------
 
