@@ -1874,6 +1874,8 @@ class Tensor:
         a = self._value
         lead = len(sizes) - a.ndim
         shape = tuple(a.shape[i - lead] if (s == -1 and i >= lead) else s for i, s in enumerate(sizes))
+        if shape[lead:] == a.shape and builtins.all(n == 1 for n in shape[:lead]):  # no element repeats:
+            return _viewed(_result(tnp.reshape(a, shape), "ExpandBackward0", (self,)), self, "shape", shape)  # a plain view
         return _viewed(_result(_w.broadcast_to(a, shape), "ExpandBackward0", (self,)), self, "expand", shape)
 
     def expand_as(self, other: Tensor) -> Tensor:
@@ -2024,8 +2026,10 @@ class Tensor:
         """Raise as PyTorch does for an in-place op on this view (of a leaf
         that requires grad, or with elements that share memory)."""
         base, kind, arg = view
-        if kind == "expand" and 0 in value(self._value).strides and self._value.size > 1:
-            raise RuntimeError(OVERLAP_INPLACE)
+        if kind == "expand":
+            v = value(self._value)
+            if builtins.any(st == 0 and n > 1 for st, n in zip(v.strides, v.shape)):
+                raise RuntimeError(OVERLAP_INPLACE)
         if kind == "multi" and GT.active and self._grad_fn is not None:
             raise RuntimeError(f"Output {arg[1]} of {arg[0]} is a view and is being modified inplace. {MULTI_VIEW}")
         while base._base_view is not None:
