@@ -462,6 +462,38 @@ for f in (lambda: torch.bmm(p.reshape(3, 4), q.reshape(2, 2, 3)), lambda: torch.
     except RuntimeError as e:
         print(e)
 """,
+    "views_see_their_base_change": """
+x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=torch.float64, requires_grad=True)
+y = x * 2
+row, col, t = y[0], y[:, 1], y.t()
+y.mul_(3)
+print(row, col, t, row._version, y._version)
+(row.sum() * 2 + col.sum() + y.sum()).backward()
+print(x.grad)
+x.grad = None
+y = x * 2
+a, b = y[0], y[0, 1:]
+a.mul_(10)
+print(y, b, a)
+(b * torch.tensor([1.0, 2.0], dtype=torch.float64)).sum().backward()
+print(x.grad)
+y = x * 2
+u = y.unbind(0)
+d = y.diagonal()
+e = y[:1].expand(3, 3)
+y[0, 0] = 100.0
+print([v.detach() for v in u], d, e)
+y = x * 2
+v = y.view(6)
+w = v[1:3]
+y[0].zero_()
+print(v, w)
+z = torch.zeros(2, 3)
+zr = z[1]
+q = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+z.add_(q)
+print(zr)
+""",
     "zero_norm_and_spread": """
 z = torch.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
 z.expand(3, 3).std(0).sum().backward()

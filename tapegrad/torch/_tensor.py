@@ -428,15 +428,31 @@ def _multi(rs: Sequence[Any], name: str, ins: Sequence[Any]) -> tuple[Tensor, ..
 
 def _viewed(t: Tensor, base: Tensor, kind: str, arg: Any) -> Tensor:
     """Mark ``t`` as a view of ``base``, as PyTorch's views are: they share
-    its version counter, and an in-place op on ``t`` writes through to
-    ``base`` (see ``Tensor._write_back``).
-    ``kind`` says how ``t`` reads ``base``: ``"index"`` (``base[arg]``),
-    ``"perm"`` (its axes permuted by ``arg``), ``"shape"`` (reshaped to
-    ``arg``), or ``"expand"`` / ``"diagonal"`` / ``"multi"`` (one of several
-    views one op returns, ``arg`` = (op, output number)): no write-through."""
+    its version counter, an in-place op on ``t`` writes through to ``base``
+    (see ``Tensor._write_back``), and a recorded in-place change of ``base``
+    is read again by ``t`` (see ``Tensor._refresh_views``).
+    ``kind`` says how ``t`` reads ``base`` (see ``_read_view``): ``"index"``
+    (``base[arg]``), ``"perm"`` (its axes permuted by ``arg``), ``"shape"``
+    (reshaped to ``arg``); ``"expand"`` (broadcast to ``arg``),
+    ``"diagonal"`` (``arg`` = (offset, dim1, dim2)) and ``"multi"`` (output
+    of an op that returns several views, ``arg`` = (op, output number, key))
+    do not write through."""
     t._base_view = (base, kind, arg)
     t._vc = base._vc  # one version counter for a base and all its views
+    views = base.__dict__.get("_views")
+    if views is None:
+        base.__dict__["_views"] = views = _Views()
+    elif len(views) >= views.limit:  # drop the views that died, now and then
+        views[:] = [r for r in views if r() is not None]
+        views.limit = 2 * len(views) + 16
+    views.append(weakref.ref(t))
     return t
+
+
+class _Views(list):  # type: ignore[type-arg]
+    """Weak references to the views of a tensor (see ``_viewed``)."""
+
+    limit = 16
 
 
 def _read_view(b: Any, kind: str, arg: Any) -> Any:
@@ -445,6 +461,12 @@ def _read_view(b: Any, kind: str, arg: Any) -> Any:
         return b[arg]
     if kind == "perm":
         return _w.transpose(b, arg)
+    if kind == "expand":
+        return _w.broadcast_to(b, arg)
+    if kind == "diagonal":
+        return _w.diagonal(b, *arg)
+    if kind == "multi":
+        return b[arg[2]]
     return tnp.reshape(b, arg)
 
 
@@ -1775,7 +1797,7 @@ class Tensor:
 
     def diagonal(self, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
         return _viewed(_result(_w.diagonal(self._value, offset, dim1, dim2), "DiagonalBackward0", (self,)), self,
-                       "diagonal", None)
+                       "diagonal", (offset, dim1, dim2))
 
     def triu(self, diagonal: builtins.int = 0) -> Tensor:
         return _result(_w.triu(self._value, diagonal), "TriuBackward0", (self,))
@@ -1898,8 +1920,9 @@ class Tensor:
         a = self._value
         d = dim % a.ndim
         pre = (slice(None),) * d
-        outs = _multi([a[pre + (i,)] for i in range(a.shape[d])], "UnbindBackward0", (self,))
-        return tuple(_viewed(o, self, "multi", ("Unbind", i)) for i, o in enumerate(outs))
+        keys = [pre + (i,) for i in range(a.shape[d])]
+        outs = _multi([a[k] for k in keys], "UnbindBackward0", (self,))
+        return tuple(_viewed(o, self, "multi", ("Unbind", i, k)) for i, (o, k) in enumerate(zip(outs, keys)))
 
     def split(self, split_size: Any, dim: builtins.int = 0) -> tuple[Tensor, ...]:
         a = self._value
@@ -1915,7 +1938,8 @@ class Tensor:
             keys.append(pre + (slice(at, at + s),))
             at += s
         outs = _multi([a[k] for k in keys], name, (self,))
-        return tuple(_viewed(o, self, "multi", (name.removesuffix("Backward0"), i)) for i, o in enumerate(outs))
+        return tuple(_viewed(o, self, "multi", (name.removesuffix("Backward0"), i, k))
+                     for i, (o, k) in enumerate(zip(outs, keys)))
 
     def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Tensor, ...]:
         n = self._value.shape[dim]
@@ -2017,6 +2041,7 @@ class Tensor:
             if view is not None:
                 self._write_back(view, others)  # (the base's change counts on the shared counter)
                 return self
+            self._refresh_views()
         elif new is not _DONE:
             self._write(new)
         bump(self._vc)
@@ -2038,10 +2063,34 @@ class Tensor:
         if type(b) is Traced and b._tape is GT and GT.active and base._grad_fn is None and b._node.prim is None:
             raise RuntimeError(VIEW_LEAF_INPLACE)
 
+    def _refresh_views(self) -> None:
+        """After a recorded in-place change of this tensor: each of its live
+        views reads its value again (``AsStridedBackward0``), as PyTorch's
+        views see their base's storage; their own views follow."""
+        views = self.__dict__.get("_views")
+        if not views:
+            return
+        for ref in views:
+            v = ref()
+            if v is None or v._base_view is None or v._base_view[0] is not self:
+                continue
+            _, kind, arg = v._base_view
+            r = _read_view(self._value, kind, arg)
+            v._value = r
+            v._nr = 0
+            if type(r) is Traced and r._tape is GT:  # (the shared counter's bump comes after)
+                v._grad_fn = fn = _node("AsStridedBackward0", (self,), r._node, r, v._vc, v._vc.v + 1)
+                if type(r._node) is FNode:
+                    r._node.fn = fn
+                    r._node.ins = None
+            else:
+                v._grad_fn = None
+            v._refresh_views()
+
     def _write_back(self, view: Any, others: tuple[Any, ...]) -> None:
         """After a recorded in-place op on this view: write its new value
         into its base (``CopySlices`` there, with the op's other inputs as
-        edges), then read it back from the base (``AsStridedBackward0``)."""
+        edges); the base's refresh reads it back (``AsStridedBackward0``)."""
         base, kind, arg = view
         if kind in ("expand", "diagonal", "multi"):
             raise RuntimeError(
@@ -2050,13 +2099,6 @@ class Tensor:
                 "or build the new base out of place")
         new = self._value
         base._inplace("CopySlices", lambda b: _write_view(b, new, kind, arg), others)
-        r = _read_view(base._value, kind, arg)
-        if type(r) is Traced and r._tape is GT:
-            self._value = r
-            self._grad_fn = fn = _node("AsStridedBackward0", (base,), r._node, r, self._vc, self._vc.v)
-            if type(r._node) is FNode:
-                r._node.fn = fn
-                r._node.ins = None
 
     def _write(self, new: Any) -> None:
         holder, buf = None, self._value
