@@ -124,7 +124,9 @@ log_softmax logical_and logical_not logical_or logsumexp masked_fill matmul maxi
 movedim mul multiply mv nansum narrow neg negative nonzero norm outer permute pow prod reciprocal
 relu reshape roll round rsqrt select sigmoid sign sin sinh softmax sort split sqrt square squeeze
 std sub subtract sum swapaxes t tan tanh topk trace transpose tril triu true_divide trunc unbind
-unflatten unsqueeze var""".split()
+unflatten unsqueeze var
+aminmax cross diff erf fmod hypot index_add index_fill kron logaddexp logcumsumexp logit masked_select
+moveaxis nan_to_num remainder repeat_interleave scatter scatter_add sinc take tile xlogy""".split()
 
 
 def _function_form(name: str) -> Any:

@@ -22,6 +22,7 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad.numpy import wrap as _w
+from tapegrad.scipy import special as tsp
 from tapegrad.tape import FRESH_REFS, next_index, pack_rules
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _format
@@ -643,6 +644,115 @@ class _ReturnTypes(tuple):
         return f"torch.return_types.{self._name}(\nvalues={self[0]!r},\nindices={self[1]!r})"
 
 
+# --- helpers of the extra PyTorch ops (scatter, index_add, aminmax ...; see Tensor's section) ------
+
+
+class _MinMax(tuple):
+    """PyTorch's named (min, max) result of ``aminmax``."""
+
+    def __new__(cls, mn: Any, mx: Any) -> _MinMax:
+        return super().__new__(cls, (mn, mx))
+
+    @property
+    def min(self) -> Any:
+        return self[0]
+
+    @property
+    def max(self) -> Any:
+        return self[1]
+
+    def __repr__(self) -> str:
+        return f"torch.return_types.aminmax(\nmin={self[0]!r},\nmax={self[1]!r})"
+
+
+_INT_INDEX = ("int64", "int32")
+CROSS_NO_DIM = (
+    "Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
+    "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
+    "with that of linalg.cross in a future release."
+)
+
+
+def _dim(dim: int, ndim: int) -> int:
+    """``dim`` counted from 0, or PyTorch's IndexError when it is out of range."""
+    n = builtins.max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def _index_arg(index: Any, dtypes: tuple[str, ...], exc: type[Exception], msg: str) -> Any:
+    """The values of index tensor ``index``; ``exc(msg)`` when its dtype is not
+    one of ``dtypes`` (``{}`` in ``msg``: PyTorch's name of the dtype)."""
+    idx = np.asarray(value(_v(index)))
+    if idx.dtype.name not in dtypes:
+        raise exc(msg.format(SCALAR_TYPE.get(idx.dtype.name, idx.dtype.name)))
+    return idx
+
+
+def _check_bounds(idx: Any, size: int, dim: int, exc: type[Exception] = RuntimeError,
+                  wrap: builtins.bool = False) -> None:
+    """PyTorch's error for an index outside ``[0, size)`` (``[-size, size)`` with ``wrap``)."""
+    bad = (idx >= size) | (idx < (-size if wrap else 0))
+    if bad.any():
+        raise exc(f"index {idx[bad].flat[0]} is out of bounds for dimension {dim} with size {size}")
+
+
+def _broadcast_shape(sa: tuple[int, ...], sb: tuple[int, ...]) -> tuple[int, ...]:
+    """The broadcast of shapes ``sa`` and ``sb``, or PyTorch's error."""
+    n = builtins.max(len(sa), len(sb))
+    pa, pb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
+    for i, (p, q) in enumerate(zip(pa, pb)):
+        if p != q and p != 1 and q != 1:
+            raise RuntimeError(f"The size of tensor a ({p}) must match the size of tensor b ({q}) "
+                               f"at non-singleton dimension {i}")
+    return tuple(q if p == 1 else p for p, q in zip(pa, pb))
+
+
+def _scatter_key(x: Tensor, dim: int, index: Any, src: Any) -> tuple[tuple[Any, ...], tuple[slice, ...]]:
+    """For ``x.scatter(dim, index, src)`` and ``scatter_add``: the NumPy index
+    of the elements of ``x`` written (``index`` along ``dim``, its own
+    positions along the others) and the part of ``src`` read, after
+    PyTorch's checks."""
+    shape = x._value.shape
+    nd = len(shape)
+    d = _dim(dim, nd)
+    idx = _index_arg(index, _INT_INDEX, RuntimeError, "scatter(): Expected dtype int32/int64 for index")
+    if idx.ndim != nd:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    big = builtins.any(n > shape[k] for k, n in enumerate(idx.shape) if k != d)
+    msg = f"Expected index {list(idx.shape)} to be no larger than self {list(shape)} apart from dimension {d}"
+    if isinstance(src, Tensor):
+        if src.ndim != nd:
+            raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+        if src._value.dtype != x._value.dtype:
+            raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+        big = big or builtins.any(n > m for n, m in zip(idx.shape, src.shape))
+        msg += f" and to be no larger size than src {list(src.shape)}"
+    if big:
+        raise RuntimeError(msg)
+    _check_bounds(idx, shape[d] if nd else 1, d)
+    key = tuple(idx if k == d else np.arange(n).reshape((-1,) + (1,) * (nd - k - 1)) for k, n in enumerate(idx.shape))
+    return key, tuple(slice(0, n) for n in idx.shape)
+
+
+def _put(x: Tensor, key: tuple[Any, ...], v: Any, src: Tensor | None, name: str) -> Tensor:
+    """``x`` with ``v`` (values of tensor ``src``, or a number) written at NumPy
+    index ``key``: node ``name`` with inputs ``x`` (and ``src``). Written-over
+    elements get no gradient; each written value the gradient where it went."""
+    a = x._value
+    dt = value(a).dtype
+    v = _cast(v, dt) if src is not None else np.asarray(v, dt)
+    return _result(_w.setitem(a, _w.Index(key, a.ndim), v), name, (x,) if src is None else (x, src))
+
+
+def _added(x: Tensor, key: tuple[Any, ...], v: Any, src: Tensor, name: str) -> Tensor:
+    """``x`` with values ``v`` of tensor ``src`` added at NumPy index ``key``
+    (repeated positions add up): node ``name`` with inputs ``x`` and ``src``."""
+    a = x._value
+    return _result(_w.add(a, _w.index_add(v, _w.Index(key, a.ndim), a.shape, 0)), name, (x, src))
+
+
 def _index_key(key: Any) -> Any:
     """A PyTorch index with tensors read as NumPy arrays."""
     if isinstance(key, tuple):
@@ -1255,7 +1365,9 @@ class Tensor:
 
     def __mod__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
-        return _result(_w.remainder(a, b), "RemainderBackward0", (self, o) if o is not None else (self,))
+        if o is not None:
+            return _result(_w.remainder(a, b), "RemainderBackward1", (self, o))
+        return _result(_w.remainder(a, b), "RemainderBackward0", (self,))
 
     def __rmod__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
@@ -1873,8 +1985,11 @@ class Tensor:
 
     def movedim(self, source: Any, destination: Any) -> Tensor:
         r = _result(tnp.moveaxis(self._value, source, destination), "PermuteBackward0", (self,))
-        return _viewed(r, self, "shape", r.shape) if self.ndim < 2 else _viewed(
-            r, self, "perm", tuple(np.moveaxis(np.arange(self.ndim), source, destination).tolist()))
+        # the permutation: where moveaxis sends the axes of a zero-stride array
+        # whose sizes number them
+        probe = np.broadcast_to(np.empty(()), tuple(range(2, self.ndim + 2)))
+        perm = tuple(n - 2 for n in np.moveaxis(probe, source, destination).shape)
+        return _viewed(r, self, "perm", perm)
 
     def squeeze(self, dim: Any = None) -> Tensor:
         a = self._value
@@ -1965,6 +2080,306 @@ class Tensor:
         if as_tuple:
             return tuple(_new(np.asarray(i, np.int64)) for i in nz)
         return _new(np.stack(nz, axis=1).astype(np.int64))
+
+    # --- more PyTorch ops: elementwise, scatter / index ops, scans ---------------------------------------
+    # Built from differentiable tapegrad.numpy calls (no gradient rules of their
+    # own); each is one node named as PyTorch names it.
+    def _modulo(self, other: Any, fn: Any, op: str) -> Tensor:
+        """``fn(self, other)`` (remainder or fmod) with PyTorch's promotion,
+        errors and names (``...Backward0`` with a number, ``1`` with a tensor)."""
+        a, b, o = _operands(self, other)
+        if a.dtype.kind == "b":
+            raise NotImplementedError(f"\"{op}_cpu\" not implemented for 'Bool'")
+        if a.dtype.kind in "iu" and not np.all(value(b)):
+            raise RuntimeError("ZeroDivisionError")
+        stem = op.capitalize()
+        if o is None:
+            return _result(fn(a, b), f"{stem}Backward0", (self,))
+        return _result(fn(a, b), f"{stem}Backward1", (self, o))
+
+    def remainder(self, other: Any) -> Tensor:
+        """Python's modulo: the result has the sign of ``other``."""
+        return self._modulo(other, _w.remainder, "remainder")
+
+    def fmod(self, other: Any) -> Tensor:
+        """C's modulo: the result has the sign of ``self``."""
+        return self._modulo(other, _w.fmod, "fmod")
+
+    def _float_pair(self, other: Any, fn: Any, op: str, name: str) -> Tensor:
+        """``fn(self, other)`` for an op PyTorch defines on two floating tensors."""
+        if not isinstance(other, Tensor):
+            raise TypeError(f"{op}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+        a, b, o = _operands(self, other)
+        if a.dtype.kind not in "fc":
+            raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{SCALAR_TYPE[a.dtype.name]}'")
+        return _result(fn(a, b), name, (self, other))
+
+    def hypot(self, other: Tensor) -> Tensor:
+        """``sqrt(self**2 + other**2)``; its gradient at (0, 0) is NaN, as PyTorch's."""
+        return self._float_pair(other, _w.hypot, "hypot", "HypotBackward0")
+
+    def logaddexp(self, other: Tensor) -> Tensor:
+        """``log(exp(self) + exp(other))``, computed stably."""
+        return self._float_pair(other, _w.logaddexp, "logaddexp", "LogaddexpBackward0")
+
+    erf = _unary_method(tsp.erf, "ErfBackward0")
+    sinc = _unary_method(_w.sinc, "SincBackward0")
+
+    def logit(self, eps: builtins.float | None = None) -> Tensor:
+        """``log(p / (1 - p))``; with ``eps``, ``p`` clamped to ``[eps, 1 - eps]``
+        first (no gradient outside). Without it the gradient is NaN outside
+        ``[0, 1]`` and infinite at 0 and 1, as PyTorch's."""
+        a = self._value
+        if a.dtype.kind in "biu":
+            a = _cast(a, _default_float())
+        if eps is not None:
+            a = _w.clip(a, eps, 1 - eps)
+        else:
+            v = value(a)
+            outside = (v < 0) | (v > 1)
+            if outside.any():
+                a = _w.multiply(a, np.where(outside, np.nan, 1).astype(v.dtype))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return _result(tsp.logit(a), "LogitBackward0", (self,))
+
+    def nan_to_num(self, nan: builtins.float = 0.0, posinf: builtins.float | None = None,
+                   neginf: builtins.float | None = None) -> Tensor:
+        """NaN, +inf and -inf replaced (by 0 and the dtype's largest and
+        lowest values unless given); they get no gradient."""
+        a = self._value
+        v = value(a)
+        if v.dtype.kind not in "fc":
+            return _new(v.copy())
+        clean = np.nan_to_num(v, nan=nan, posinf=posinf, neginf=neginf)
+        return _result(_w.where3(np.isfinite(v), a, clean), "NanToNumBackward0", (self,))
+
+    def xlogy(self, other: Any) -> Tensor:
+        """``self * log(other)``, 0 where ``self`` is 0 (unless ``other`` is NaN).
+        PyTorch's gradients: none to ``self`` where it is 0 and ``other <= 0``;
+        ``self / other`` to ``other`` (so NaN at (0, 0))."""
+        a, b, o = _operands(self, other, div=True)
+        if o is None:
+            b = np.asarray(b, value(a).dtype)
+        xv, yv = value(a), value(b)
+        # (where3 passes a zero cotangent to log there, whose rule divides it by y: 0 / 0 at y = 0)
+        zero = (xv == 0) & ((yv <= 0) | (yv == np.inf))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = _w.multiply(a, _w.where3(zero, 0.0, _w.log(b)))
+        if o is None:
+            return _result(r, "XlogyBackward2", (self,))
+        return _result(r, "XlogyBackward0", (self, o))
+
+    def kron(self, other: Tensor) -> Tensor:
+        """The Kronecker product."""
+        a, b, o = _operands(self, other)
+        return _result(tnp.kron(a, b), "UnsafeViewBackward0", (self, o))
+
+    def cross(self, other: Tensor, dim: builtins.int | None = None) -> Tensor:
+        """The cross product of 3-vectors along ``dim`` (without it, the first
+        dimension of size 3, with PyTorch's deprecation warning)."""
+        a, b = self._value, other._value
+        if a.ndim != b.ndim:
+            raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+        if a.dtype != b.dtype:
+            raise RuntimeError(f"expected scalar type {SCALAR_TYPE[a.dtype.name]} but found "
+                               f"{SCALAR_TYPE[b.dtype.name]}")
+        if dim is None:
+            warnings.warn(CROSS_NO_DIM, UserWarning, stacklevel=2)
+            dim = next((i for i, n in enumerate(a.shape) if n == 3), None)
+            if dim is None:
+                raise RuntimeError("no dimension of size 3 in input")
+        d = _dim(dim, a.ndim)
+        if a.shape[d] != 3 or b.shape[d] != 3:
+            raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. "
+                               f"Got {a.shape[d]} and {b.shape[d]}")
+        return _result(tnp.cross(a, b, axis=d), "LinalgCrossBackward0", (self, other))
+
+    def repeat_interleave(self, repeats: Any, dim: builtins.int | None = None, *,
+                          output_size: builtins.int | None = None) -> Tensor:
+        """Each element (each slice along ``dim``; without it, of the flattened
+        tensor) repeated ``repeats`` times, as PyTorch builds it: unsqueeze,
+        expand, clone, view (a tensor of counts: ``index_select``)."""
+        x = self if dim is not None else self.flatten()
+        d = 0 if dim is None else _dim(dim, x.ndim)
+        if isinstance(repeats, Tensor):
+            counts = value(repeats._value)
+            if counts.size not in (1, x.shape[d]):
+                raise RuntimeError("repeats must have the same size as input along dim, but got "
+                                   f"repeats.size(0) = {counts.size} and input.size({d}) = {x.shape[d]}")
+            return x.index_select(d, _new(np.repeat(np.arange(x.shape[d]), counts)))
+        if repeats < 0:
+            raise RuntimeError("Repeats must be non-negative")
+        s = x.shape
+        return x.unsqueeze(d + 1).expand(*s[: d + 1], repeats, *s[d + 1 :]).clone().flatten(d, d + 1)
+
+    def tile(self, *dims: Any) -> Tensor:
+        """``repeat``, with ``dims`` padded with leading ones to the tensor's rank."""
+        reps = _shape_arg(dims)
+        return self.repeat(*((1,) * (self.ndim - len(reps)) + reps))
+
+    moveaxis = movedim
+
+    def diff(self, n: builtins.int = 1, dim: builtins.int = -1, prepend: Tensor | None = None,
+             append: Tensor | None = None) -> Tensor:
+        """The ``n``-th forward difference along ``dim`` (after concatenating
+        ``prepend`` and ``append``), as PyTorch computes it: slices subtracted."""
+        if self.ndim == 0:
+            raise RuntimeError("diff expects input to be at least one-dimensional")
+        if n < 0:
+            raise RuntimeError(f"order must be non-negative but got {n}")
+        x = self
+        if prepend is not None or append is not None:
+            from tapegrad.torch._creation import cat
+
+            x = cat([t for t in (prepend, self, append) if t is not None], dim)
+        d = _dim(dim, x.ndim)
+        if n == 0:  # PyTorch copies into a new tensor
+            return _result(tnp.copy(x._value), "CopyBackwards", (None, x))
+        if x._value.dtype == np.bool_:  # (a logical xor; no gradient)
+            return _new(np.diff(value(x._value), n, axis=d))
+        for _ in range(builtins.min(n, x.shape[d])):
+            m = x.shape[d] - 1
+            x = x.narrow(d, 1, m) - x.narrow(d, 0, m)
+        return x
+
+    def take(self, index: Tensor) -> Tensor:
+        """The elements of the flattened tensor at ``index`` (negatives count from the end)."""
+        if not isinstance(index, Tensor):
+            raise TypeError(f"take(): argument 'index' (position 1) must be Tensor, not {type(index).__name__}")
+        idx = _index_arg(index, ("int64",), RuntimeError, "take(): Expected a long tensor for index, but got {}")
+        n = self.numel()
+        if n == 0 and idx.size:
+            raise IndexError("take(): tried to take from an empty tensor")
+        bad = (idx >= n) | (idx < -n)
+        if bad.any():
+            raise IndexError(f"out of range: tried to access index {idx[bad].flat[0]} on a tensor of {n} elements.")
+        return _result(tnp.take(self._value, idx), "TakeBackward0", (self,))
+
+    def masked_select(self, mask: Tensor) -> Tensor:
+        """The elements where boolean ``mask`` (broadcast with ``self``) holds, as a 1-D tensor."""
+        m = np.asarray(value(_v(mask)))
+        if m.dtype != np.bool_:
+            raise RuntimeError("masked_select: expected BoolTensor for mask")
+        a = self._value
+        shape = _broadcast_shape(m.shape, a.shape)
+        if a.shape != shape:
+            a = _w.broadcast_to(a, shape)
+        return _result(a[np.broadcast_to(m, shape)], "MaskedSelectBackward0", (self,))
+
+    def aminmax(self, *, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
+        """The named pair ``(min, max)`` over ``dim`` (all elements without it),
+        sharing one ``AminmaxBackward0``; ties share the gradient evenly."""
+        a = self._value
+        axis = None if dim is None or a.ndim == 0 else _dim(dim, a.ndim)
+        if a.size == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                               "operation has no identity.")
+        rs = [f(a, axis=axis, keepdims=keepdim) for f in (_w.amin, _w.amax)]
+        return _MinMax(*_multi(rs, "AminmaxBackward0", (self,)))
+
+    def logcumsumexp(self, dim: builtins.int) -> Tensor:
+        """``log(cumsum(exp(self), dim))``, stable for any range: a scan of
+        ``logaddexp`` over doubling strides (log2(n) vectorised steps)."""
+        a = self._value
+        d = _dim(dim, a.ndim)
+        if a.dtype.kind not in "fc":
+            raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{SCALAR_TYPE[a.dtype.name]}'")
+        x = tnp.moveaxis(a, d, -1) if a.ndim else tnp.reshape(a, (1,))
+        n, k = x.shape[-1], 1
+        if n <= 1:
+            x = _w.copy(x)
+        while k < n:
+            x = tnp.concatenate([x[..., :k], _w.logaddexp(x[..., k:], x[..., :-k])], axis=-1)
+            k *= 2
+        return _result(tnp.moveaxis(x, -1, d) if a.ndim else tnp.reshape(x, ()), "LogcumsumexpBackward0", (self,))
+
+    def scatter(self, dim: builtins.int, index: Tensor, src: Any = None, value: Any = None, *,
+                reduce: str | None = None) -> Tensor:
+        """``self`` with ``src`` (a tensor, or a number: ``value``) written along
+        ``dim`` at ``index``: ``out[i][index[i][j]] = src[i][j]`` for ``dim=1``.
+        A position written twice keeps the last write; every element of ``src``
+        gets the gradient of the position it went to, as in PyTorch."""
+        if reduce is not None:
+            raise NotImplementedError("tapegrad.torch: scatter(reduce=...) is not supported; use scatter_add")
+        s = value if src is None else src
+        key, part = _scatter_key(self, dim, index, s)
+        if isinstance(s, Tensor):
+            return _put(self, key, s._value[part], s, "ScatterBackward0")
+        return _put(self, key, s, None, "ScatterBackward1")
+
+    def scatter_add(self, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
+        """``self`` with ``src`` added along ``dim`` at ``index`` (repeats add up)."""
+        if not isinstance(src, Tensor):
+            raise TypeError(f"scatter_add(): argument 'src' (position 3) must be Tensor, not {type(src).__name__}")
+        key, part = _scatter_key(self, dim, index, src)
+        return _added(self, key, src._value[part], src, "ScatterAddBackward0")
+
+    def index_add(self, dim: builtins.int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+        """``self`` with ``alpha * source`` added at positions ``index`` along ``dim`` (repeats add up)."""
+        a, s = self._value, source._value
+        d = _dim(dim, a.ndim)
+        idx = _index_arg(index, _INT_INDEX, RuntimeError, "index_add_(): Expected dtype int32/int64 for index but got: {}")
+        if idx.ndim > 1:
+            raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: {idx.ndim} with type: "
+                             f"{SCALAR_TYPE[idx.dtype.name]} and size: {list(idx.shape)}")
+        idx = idx.reshape(-1)
+        if s.dtype != a.dtype:
+            raise RuntimeError(f"index_add_(): self ({SCALAR_TYPE[a.dtype.name]}) and source "
+                               f"({SCALAR_TYPE[s.dtype.name]}) must have the same scalar type")
+        if s.ndim != a.ndim or builtins.any(p != q for k, (p, q) in enumerate(zip(s.shape, a.shape)) if k != d):
+            raise RuntimeError("source tensor shape must match self tensor shape, excluding the specified "
+                               f"dimension. Got self.shape = {list(a.shape)} source.shape = {list(s.shape)}")
+        if s.shape[d] != idx.size:
+            raise RuntimeError(f"index_add_(): Number of indices ({idx.size}) should be equal to "
+                               f"source.size(dim): ({s.shape[d]}), for dim: {d}")
+        _check_bounds(idx, a.shape[d], d)
+        if alpha != 1:
+            s = _w.multiply(s, alpha)
+        return _added(self, (slice(None),) * d + (idx,), s, source, "IndexAddBackward0")
+
+    def index_fill(self, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
+        """``self`` with ``value`` (a number or a 0-d tensor) written at positions
+        ``index`` along ``dim``; a tensor ``value`` gets the gradient of every
+        filled position (each counted once)."""
+        a = self._value
+        d = _dim(dim, a.ndim)
+        idx = _index_arg(index, ("int64",), IndexError, "index_fill_(): Expected dtype int64 for index.")
+        if idx.ndim > 1:
+            raise RuntimeError("Index has to be a vector/scalar")
+        if isinstance(value, Tensor) and value.ndim:
+            raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.ndim} dimension(s).")
+        n = a.shape[d]
+        _check_bounds(idx, n, d, IndexError, wrap=True)
+        key = (slice(None),) * d + (np.unique(idx.reshape(-1) % n),)
+        if isinstance(value, Tensor):
+            return _put(self, key, value._value, value, "IndexFillBackward1")
+        return _put(self, key, value, None, "IndexFillBackward0")
+
+    def _inplace_as(self, name: str, op: Callable[[Tensor], Tensor], other: Any = None) -> Tensor:
+        """Out-of-place ``op`` of this tensor written into it, as node ``name``
+        (with ``other``, when a tensor, as the op's other input)."""
+        return self._inplace(name, lambda a: op(_new(a))._value, (other,) if isinstance(other, Tensor) else ())
+
+    def scatter_(self, dim: builtins.int, index: Tensor, src: Any = None, value: Any = None, *,
+                 reduce: str | None = None) -> Tensor:
+        """In-place ``scatter``."""
+        s = value if src is None else src
+        name = "ScatterBackward0" if isinstance(s, Tensor) else "ScatterBackward1"
+        return self._inplace_as(name, lambda t: t.scatter(dim, index, s, reduce=reduce), s)
+
+    def scatter_add_(self, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
+        """In-place ``scatter_add``."""
+        return self._inplace_as("ScatterAddBackward0", lambda t: t.scatter_add(dim, index, src), src)
+
+    def index_add_(self, dim: builtins.int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+        """In-place ``index_add``."""
+        return self._inplace_as("IndexAddBackward0", lambda t: t.index_add(dim, index, source, alpha=alpha), source)
+
+    def index_fill_(self, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
+        """In-place ``index_fill``."""
+        name = "IndexFillBackward1" if isinstance(value, Tensor) else "IndexFillBackward0"
+        return self._inplace_as(name, lambda t: t.index_fill(dim, index, value), value)
 
     # --- indexing ---------------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Tensor:
