@@ -13,10 +13,21 @@ the gradients come from the facade's tape.
 
 from tapegrad.torch.nn import functional, init
 from tapegrad.torch.nn.modules import (
+    ELU,
+    GELU,
+    BCELoss,
+    BCEWithLogitsLoss,
     CrossEntropyLoss,
+    Dropout,
+    Hardtanh,
+    HuberLoss,
     Identity,
+    L1Loss,
+    LayerNorm,
+    LeakyReLU,
     Linear,
     LogSoftmax,
+    Mish,
     Module,
     ModuleList,
     MSELoss,
@@ -24,12 +35,17 @@ from tapegrad.torch.nn.modules import (
     ReLU,
     Sequential,
     Sigmoid,
+    SiLU,
+    SmoothL1Loss,
     Softmax,
+    Softplus,
     Tanh,
 )
 from tapegrad.torch.nn.parameter import Parameter
 
 __all__ = [
-    "CrossEntropyLoss", "Identity", "Linear", "LogSoftmax", "MSELoss", "Module", "ModuleList",
-    "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh", "functional", "init",
+    "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "GELU", "Hardtanh", "HuberLoss",
+    "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module",
+    "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax",
+    "Softplus", "Tanh", "functional", "init",
 ]

@@ -10,6 +10,7 @@ order they were assigned. ``forward`` is written with tensor methods and
 from __future__ import annotations
 
 import math
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -22,11 +23,14 @@ from tapegrad.torch._graph import no_grad
 from tapegrad.torch._tensor import Tensor
 from tapegrad.torch.nn import functional as F
 from tapegrad.torch.nn import init
+from tapegrad.torch.nn.functional import _legacy_reduction
 from tapegrad.torch.nn.parameter import Parameter
 
 __all__ = [
-    "CrossEntropyLoss", "Identity", "Linear", "LogSoftmax", "MSELoss", "Module", "ModuleList",
-    "NLLLoss", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
+    "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "GELU", "Hardtanh", "HuberLoss",
+    "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module",
+    "ModuleList", "NLLLoss", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus",
+    "Tanh",
 ]
 
 
@@ -642,18 +646,111 @@ class Linear(Module):
 # --- activations --------------------------------------------------------------------------------
 
 
-class ReLU(Module):
-    """``max(x, 0)`` elementwise."""
+class _Activation(Module):
+    """An elementwise ``nn.functional`` activation ``_fn``, called with the
+    attributes named in ``_params`` and the ``inplace`` flag; its ``repr``
+    lists them (``inplace`` only when set), as PyTorch's."""
+
+    _fn: Callable[..., Tensor]
+    _params: tuple[str, ...] = ()
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        return F.relu(input, inplace=self.inplace)
+        return type(self)._fn(input, *[getattr(self, n) for n in self._params], inplace=self.inplace)
 
     def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""
+        return ", ".join([f"{n}={getattr(self, n)}" for n in self._params] + ["inplace=True"] * self.inplace)
+
+
+class ReLU(_Activation):
+    """``max(x, 0)`` elementwise."""
+
+    _fn = F.relu
+
+
+class SiLU(_Activation):
+    """``x * sigmoid(x)`` elementwise."""
+
+    _fn = F.silu
+
+
+class Mish(_Activation):
+    """``x * tanh(softplus(x))`` elementwise."""
+
+    _fn = F.mish
+
+
+class ELU(_Activation):
+    """``x`` where positive, else ``alpha (exp(x) - 1)``."""
+
+    _fn = F.elu
+    _params = ("alpha",)
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__(inplace)
+        self.alpha = alpha
+
+
+class LeakyReLU(_Activation):
+    """``x`` where positive, else ``negative_slope * x``."""
+
+    _fn = F.leaky_relu
+    _params = ("negative_slope",)
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
+        super().__init__(inplace)
+        self.negative_slope = negative_slope
+
+
+class Hardtanh(_Activation):
+    """``x`` clamped to ``[min_val, max_val]``."""
+
+    _fn = F.hardtanh
+    _params = ("min_val", "max_val")
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False,
+                 min_value: float | None = None, max_value: float | None = None) -> None:
+        super().__init__(inplace)
+        for name, given in (("min", min_value), ("max", max_value)):
+            if given is not None:  # PyTorch's deprecated spellings
+                warnings.warn(f"keyword argument `{name}_value` is deprecated and rename to `{name}_val`",
+                              FutureWarning, stacklevel=2)
+        self.min_val = min_val if min_value is None else min_value
+        self.max_val = max_val if max_value is None else max_value
+        if self.max_val <= self.min_val:
+            raise AssertionError  # (PyTorch asserts it)
+
+
+class GELU(Module):
+    """``x * Phi(x)`` (``approximate='tanh'``: its tanh approximation)."""
+
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+
+class Softplus(Module):
+    """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold``."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
 
 
 class Tanh(Module):
@@ -683,6 +780,64 @@ class LogSoftmax(Softmax):
         return F.log_softmax(input, self.dim)
 
 
+# --- dropout and normalisation ------------------------------------------------------------------
+
+
+class Dropout(Module):
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``
+    in training mode (``module.train()``); the identity in ``eval()`` mode."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.dropout(input, self.p, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class LayerNorm(Module):
+    """Normalise over the trailing ``normalized_shape`` dims (mean 0, variance 1,
+    ``eps`` added to the variance), then scale by ``weight`` (ones) and shift by
+    ``bias`` (zeros) when ``elementwise_affine``."""
+
+    def __init__(self, normalized_shape: int | Iterable[int], eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape = shape
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(empty(shape, dtype=dtype, device=device))
+            if bias:
+                self.bias = Parameter(empty(shape, dtype=dtype, device=device))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
+
+
 # --- losses -------------------------------------------------------------------------------------
 
 
@@ -694,12 +849,11 @@ class _Loss(Module):
         self.reduction = reduction
 
 
-def _legacy_reduction(size_average: Any, reduce: Any) -> str:
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
+class _WeightedLoss(_Loss):
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None, reduce: Any = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
 
 
 class MSELoss(_Loss):
@@ -709,14 +863,13 @@ class MSELoss(_Loss):
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
-class CrossEntropyLoss(_Loss):
+class CrossEntropyLoss(_WeightedLoss):
     """Cross-entropy of logits and integer class targets (or class
     probabilities): ``nll_loss(log_softmax(input, 1), target)``."""
 
     def __init__(self, weight: Tensor | None = None, size_average: Any = None, ignore_index: int = -100,
                  reduce: Any = None, reduction: str = "mean", label_smoothing: float = 0.0) -> None:
-        super().__init__(size_average, reduce, reduction)
-        self.register_buffer("weight", weight)
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
 
@@ -725,15 +878,66 @@ class CrossEntropyLoss(_Loss):
                                reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
-class NLLLoss(_Loss):
+class NLLLoss(_WeightedLoss):
     """Negative log-likelihood of integer class targets under log-probabilities."""
 
     def __init__(self, weight: Tensor | None = None, size_average: Any = None, ignore_index: int = -100,
                  reduce: Any = None, reduction: str = "mean") -> None:
-        super().__init__(size_average, reduce, reduction)
-        self.register_buffer("weight", weight)
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
+
+
+class L1Loss(_Loss):
+    """Mean absolute error; ``reduction`` is ``'mean'`` (default), ``'sum'`` or ``'none'``."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    """Squared error below ``beta`` (divided by ``2 beta``), absolute error above it."""
+
+    def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+                 beta: float = 1.0) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """Half the squared error below ``delta``, ``delta`` times the absolute error (less ``delta / 2``) above it."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class BCELoss(_WeightedLoss):
+    """Binary cross-entropy of probabilities and targets in [0, 1] (``weight``: per element)."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross-entropy of logits (a stable ``sigmoid`` and ``BCELoss`` in one);
+    ``pos_weight`` weighs the positive term."""
+
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None, reduce: Any = None,
+                 reduction: str = "mean", pos_weight: Tensor | None = None) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.binary_cross_entropy_with_logits(input, target, self.weight, reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)
