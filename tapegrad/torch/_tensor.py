@@ -640,18 +640,23 @@ class _ReturnTypes(tuple):
     def indices(self) -> Any:
         return self[1]
 
+    _fields = ("values", "indices")
+
     def __repr__(self) -> str:
-        return f"torch.return_types.{self._name}(\nvalues={self[0]!r},\nindices={self[1]!r})"
+        a, b = self._fields
+        return f"torch.return_types.{self._name}(\n{a}={self[0]!r},\n{b}={self[1]!r})"
 
 
 # --- helpers of the extra PyTorch ops (scatter, index_add, aminmax ...; see Tensor's section) ------
 
 
-class _MinMax(tuple):
+class _MinMax(_ReturnTypes):
     """PyTorch's named (min, max) result of ``aminmax``."""
 
+    _fields = ("min", "max")
+
     def __new__(cls, mn: Any, mx: Any) -> _MinMax:
-        return super().__new__(cls, (mn, mx))
+        return super().__new__(cls, mn, mx, "aminmax")  # type: ignore[return-value]
 
     @property
     def min(self) -> Any:
@@ -660,9 +665,6 @@ class _MinMax(tuple):
     @property
     def max(self) -> Any:
         return self[1]
-
-    def __repr__(self) -> str:
-        return f"torch.return_types.aminmax(\nmin={self[0]!r},\nmax={self[1]!r})"
 
 
 _INT_INDEX = ("int64", "int32")
