@@ -80,7 +80,8 @@ def _balanced_eq(x: Any, z: Any, y: Any) -> Any:
 
 
 def _sign_or_phase(x: Any) -> Any:
-    """d|x|/dx in JAX's convention: sign(x) for real x, conj(x)/|x| for complex."""
+    """d|x|/dx: sign(x) for real x, conj(x)/|x| for complex (JAX's complex
+    convention), 0 at 0 (as PyTorch and HIPS autograd; JAX takes 1 there)."""
     v = value(x)
     if np.iscomplexobj(v):
         a = w.absolute(x)
