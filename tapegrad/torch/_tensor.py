@@ -440,9 +440,9 @@ def _viewed(t: Tensor, base: Tensor, kind: str, arg: Any) -> Tensor:
     do not write through."""
     t._base_view = (base, kind, arg)
     t._vc = base._vc  # one version counter for a base and all its views
-    views = base.__dict__.get("_views")
+    views = base._views
     if views is None:
-        base.__dict__["_views"] = views = _Views()
+        base._views = views = _Views()
     elif len(views) >= views.limit:  # drop the views that died, now and then
         views[:] = [r for r in views if r() is not None]
         views.limit = 2 * len(views) + 16
@@ -869,6 +869,7 @@ class Tensor:
     _acc: Any = None
     # for a view: (base tensor, kind, argument), see _viewed; None otherwise
     _base_view: Any = None
+    _views: Any = None  # a base's weak references to its views (see _viewed), once it has some
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Tensor:
         if len(args) == 1 and not isinstance(args[0], builtins.int):
@@ -2388,8 +2389,11 @@ class Tensor:
         k = _index_key(key)
         if not _basic_key(k):
             return _result(self._value[k], _index_name(key), (self,))
+        r = self._value[k]
+        if type(r) is not Traced:  # (recorded nothing: no node to name)
+            return _viewed(_result(r, "", (self,)), self, "index", k)
         steps = _index_steps(k, self._value.shape)
-        t = _result(self._value[k], steps[-1] if steps else "AliasBackward0", (self,))
+        t = _result(r, steps[-1] if steps else "AliasBackward0", (self,))
         if len(steps) > 1 and t._grad_fn is not None:  # PyTorch's chain: one view node per step
             edge = t._grad_fn._edges[0]
             for name in steps[:-1]:
@@ -2484,7 +2488,7 @@ class Tensor:
         """After a recorded in-place change of this tensor: each of its live
         views reads its value again (``AsStridedBackward0``), as PyTorch's
         views see their base's storage; their own views follow."""
-        views = self.__dict__.get("_views")
+        views = self._views
         if not views:
             return
         for ref in views:
