@@ -625,13 +625,25 @@ def _probe_fresh_refs() -> int:
 FRESH_REFS = _probe_fresh_refs()
 
 
-def connect_residuals(entries: Iterable[Node]) -> None:
+def connect_residuals(entries: Iterable[Node]) -> list[Traced]:
     """Give the output twins that rules of graph-tape ``entries`` keep (see
     :meth:`GraphTape.record`) their entries, so that a replay recorded on the
-    graph tape (``create_graph``) differentiates through them."""
+    graph tape (``create_graph``) differentiates through them. Returns the
+    twins: :func:`disconnect_residuals` takes their entries back once the
+    replay is recorded (what it recorded keeps the entries as parents), for
+    an entry whose rules keep its own twin would otherwise be a cycle."""
+    twins = []
     for e in entries:
         try:
             res = e.res
         except AttributeError:
             continue
         res._node = e
+        twins.append(res)
+    return twins
+
+
+def disconnect_residuals(twins: list[Traced]) -> None:
+    """Undo :func:`connect_residuals` (see there)."""
+    for res in twins:
+        res._node = None

@@ -23,6 +23,7 @@ from tapegrad.tape import (
     GraphTape,
     backprop,
     connect_residuals,
+    disconnect_residuals,
     gc_paused,
     next_index,
     parents_of,
@@ -36,10 +37,13 @@ from tapegrad.tracer import Traced, value
 class FNode(CoreNode):
     """An entry of the facade tape: a tape node plus what its ``grad_fn`` view needs.
 
-    - ``fn``: the view (a :class:`Node`), ``(view, output_nr)`` for one output
-      of a multi-output op, a PyTorch node name (the view is built from
-      ``ins`` and ``lay`` when first asked for: most never are), or None
-      (an entry inside a composite op: :func:`core_view` names it).
+    No field refers to the entry's own ``grad_fn`` view or to the tensor it
+    made (both refer to the entry): a graph is freed by reference counting
+    alone (see :func:`view_of`).
+
+    - ``fn``: the PyTorch node name (``"MulBackward0"``); ``(view, output_nr)``
+      for one output of a multi-output op (that view refers to no entry);
+      None for an entry inside a composite op (:func:`core_view` names it).
     - ``ins``: the op's inputs in PyTorch's edge order, as the entry keeps
       them (see :func:`held`): None for a scalar, the version counter of a
       non-leaf tensor, the tensor itself otherwise; a bare input (not a
@@ -49,16 +53,25 @@ class FNode(CoreNode):
       index of its parent node (None: no edge; ``(name, j)``: an edge through
       a one-input node named ``name`` that the op fused in, as ``nn.Linear``
       fuses ``weight.t()``); ``vers``: their versions when the op ran (None:
-      all 0). With ``fn`` a name, these are what :func:`check_versions` reads.
+      all 0). These are what :func:`check_versions` reads.
     - ``v``: the version counter of the tensor this entry made (a fast op's
       result uses its entry as its ``_vc``: no counter object per tensor).
+    - Set only by ops whose view is built when they run (``ins`` is None
+      then): ``edges``, the view's ``next_functions`` edges; ``saved``,
+      ``(key, version counter, version)`` triples of what the op saved (see
+      :func:`saved_key`). ``view``: a weak reference to the ``grad_fn`` view,
+      once one was made. Unset slots cost the hot path nothing: readers use
+      ``getattr(entry, name, None)``.
 
-    The hottest recording path (``_rec1`` in ``_tensor.py``) stores these
-    fields itself, without the class call: a field added here must be set
-    there too.
+    The fast recording paths (``_rec1`` in ``_tensor.py``) store these
+    fields themselves, without the class call: a field added here must be
+    set there too (or read with a default).
     """
 
-    __slots__ = ("fn", "ins", "lay", "vers", "v")
+    __slots__ = ("fn", "ins", "lay", "vers", "v", "edges", "saved", "view")
+    edges: tuple[tuple[Any, int], ...]
+    saved: tuple[Any, ...]
+    view: weakref.ReferenceType[Any]
 
     def __init__(self, index: int, shape: tuple[int, ...], dtype: Any, prim: Any,
                  parents: tuple[CoreNode, ...], vjps: Any, fn: Any = None, ins: Any = None,
@@ -222,10 +235,11 @@ def bump(*vcs: Any) -> None:
 class Node:
     """A node of the backward graph (``grad_fn``): ``name()``, ``next_functions``."""
 
-    __slots__ = ("_edges", "_core", "_saved", "__weakref__")
+    # ``_core``: the tape entry the view shows (None for a node that exists
+    # only as a view); what the op saved is listed on the entry, not here
+    __slots__ = ("_edges", "_core", "__weakref__")
     _edges: tuple[tuple[Any, int], ...]
     _core: Any
-    _saved: tuple[Any, ...]
     _name = "Node"
 
     def name(self) -> str:
@@ -281,7 +295,6 @@ class AccumulateGrad(Node):
         self.variable = variable
         self._edges = ()
         self._core = None
-        self._saved = ()
 
     def __repr__(self) -> str:
         return f"<AccumulateGrad object at {hex(id(self))}>"
@@ -308,28 +321,35 @@ def core_name(prim: Any) -> str:
     return "".join(p.capitalize() for p in name.split("_")) + "Backward0"
 
 
-_core_views: weakref.WeakKeyDictionary[Any, Node] = weakref.WeakKeyDictionary()
-
-
 def view_of(core: Any) -> Node:
-    """The ``grad_fn`` of the tensor that tape entry ``core`` made (built and
-    kept on the entry the first time it is asked for)."""
-    fn = core.fn if type(core) is FNode else None
+    """The ``grad_fn`` of the tensor that tape entry ``core`` made, built from
+    the entry when first asked for. The entry keeps it weakly: the view refers
+    to the entry, so a strong reference back would make a cycle. While
+    anything holds the view (its tensor, a later op's ``next_functions``),
+    asking again gives the same object."""
+    if type(core) is not FNode:
+        return core_view(core)
+    fn = core.fn
+    if type(fn) is tuple:
+        return fn[0]  # type: ignore[no-any-return]
+    ref = getattr(core, "view", None)
+    if ref is not None:
+        view = ref()
+        if view is not None:
+            return view  # type: ignore[no-any-return]
     if fn is None:
         return core_view(core)
-    if type(fn) is str:
-        view: Any = object.__new__(node_class(fn))
+    view = object.__new__(node_class(fn))
+    edges = getattr(core, "edges", None)
+    if edges is None:
         parents = parents_of(core)
-        view._edges = tuple([(None, 0) if j is None else edge_of(parents[j], x) if type(j) is int
-                             else fused_edge(j[0], edge_of(parents[j[1]], x))
-                             for x, j in zip(inputs_of(core), core.lay)])
-        view._core = core
-        view._saved = ()  # check_versions reads the entry's ins and vers
-        core.fn = view
-        return view
-    if type(fn) is tuple:
-        return fn[0]
-    return fn  # type: ignore[no-any-return]
+        edges = tuple([(None, 0) if j is None else edge_of(parents[j], x) if type(j) is int
+                       else fused_edge(j[0], edge_of(parents[j[1]], x))
+                       for x, j in zip(inputs_of(core), core.lay)])
+    view._edges = edges
+    view._core = core
+    core.view = weakref.ref(view)
+    return view  # type: ignore[no-any-return]
 
 
 def inputs_of(core: FNode) -> tuple[Any, ...]:
@@ -346,7 +366,6 @@ def fused_edge(name: str, edge: tuple[Any, int]) -> tuple[Any, int]:
     view: Any = object.__new__(node_class(name))
     view._edges = (edge,)
     view._core = None
-    view._saved = ()
     return (view, 0)
 
 
@@ -372,19 +391,24 @@ def edge_of(p: Any, x: Any = None) -> tuple[Any, int]:
         if t is None and x is not None and is_traced_on_gt(x._value) and x._value._node is p:
             t = x
         return (t, 0)
-    fn = p.fn if type(p) is FNode else None
-    if type(fn) is tuple:
-        return fn  # type: ignore[no-any-return]
-    if fn is None or type(fn) is str:
-        return (p, 0)  # the view is made when next_functions reads it
-    return (fn, 0)
+    if type(p) is FNode:
+        fn = p.fn
+        if type(fn) is tuple:
+            return fn  # type: ignore[no-any-return]
+        ref = getattr(p, "view", None)
+        view = ref() if ref is not None else None
+        if view is not None:
+            return (view, 0)
+    return (p, 0)  # the view is made when next_functions reads it
 
 
 def core_view(core: Any) -> Node:
-    """The ``grad_fn`` view of a tape entry no facade op made (cached per entry)."""
-    node = _core_views.get(core)
+    """The ``grad_fn`` view of a tape entry no facade op made (kept weakly on
+    the entry, as :func:`view_of` keeps its views)."""
+    ref = getattr(core, "view", None)
+    node = ref() if ref is not None else None
     if node is None:
-        node = node_class(core_name(core.prim)).__new__(node_class(core_name(core.prim)))
+        node = object.__new__(node_class(core_name(core.prim)))
         edges = []
         for p in parents_of(core):
             if p.prim is not None:
@@ -393,8 +417,8 @@ def core_view(core: Any) -> Node:
                 edges.append((leaf_tensor(p.index), 0))
         node._edges = tuple(edges)
         node._core = core
-        node._saved = ()
-        _core_views[core] = node
+        if type(core) is FNode:
+            core.view = weakref.ref(node)
     return node
 
 
@@ -433,11 +457,12 @@ def check_versions(order: list[Any]) -> None:
     for core in order:
         if type(core) is not FNode or not core.vjps:
             continue
-        fn = core.fn
         if core.ins is None:  # an op with an eagerly made view: it lists what it saved
-            saved = fn._saved if isinstance(fn, Node) else ()
+            saved = getattr(core, "saved", None) or ()
             for i in range(0, len(saved), 3):
                 key, vc, ver = saved[i], saved[i + 1], saved[i + 2]
+                if key is OUTPUT:
+                    key = core
                 if vc.v != ver:
                     val = _saved_value(core, key)
                     if val is not None:
@@ -467,8 +492,11 @@ def check_versions(order: list[Any]) -> None:
                 raise RuntimeError(version_message(val, core.v, 0, core))
 
 
+OUTPUT = object()  # in an entry's ``saved`` list: the entry's own output
+
+
 def saved_key(v: Any) -> Any:
-    """How a view's ``_saved`` names value ``v`` without keeping it alive:
+    """How an entry's ``saved`` list names value ``v`` without keeping it alive:
     its tape node when it is recorded on the facade tape, else ``v``."""
     return v._node if type(v) is Traced and v._tape is GT else v
 
@@ -573,8 +601,8 @@ def run_backward(roots: list[Any], seeds: list[Any], retain_graph: bool, create_
             if node.prim is not None:
                 i = node.index
                 hooks[i] = list(hooks.get(i, ())) + [_capturer(captured, i)]
-    if create_graph:  # the replay is recorded: rules' output twins join the graph
-        connect_residuals(order)
+    # a recorded replay (create_graph): rules' output twins join the graph while it runs
+    twins = connect_residuals(order) if create_graph else None
     prev = GT.active
     GT.active = create_graph
     try:
@@ -582,6 +610,8 @@ def run_backward(roots: list[Any], seeds: list[Any], retain_graph: bool, create_
             out = backprop(order, ct, retain_graph, hooks)
     finally:
         GT.active = prev
+        if twins:
+            disconnect_residuals(twins)
     for i, g in captured.items():
         out[-i] = g
     return out

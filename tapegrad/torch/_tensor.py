@@ -29,6 +29,7 @@ from tapegrad.torch import _format
 from tapegrad.torch import _prims as P
 from tapegrad.torch._graph import (
     GT,
+    OUTPUT,
     SCALAR_TYPE,
     AccumulateGrad,
     FNode,
@@ -98,38 +99,40 @@ _classes: dict[str, type] = {}
 
 
 def _node(name: str, ins: Sequence[Any], core: Any, out: Any, out_vc: VersionCounter,
-          out_ver: int = 0) -> Any:
-    """A ``grad_fn`` view for a recorded facade op: edges to ``ins`` (tensors, or
-    None for scalars PyTorch lists), and what it may have saved, with versions
-    (checked only if an in-place op happens later; see ``_graph.check_versions``).
-    Saved values are named by ``saved_key``: the view keeps no array alive."""
+          out_ver: int = 0, *, first: builtins.bool = True, output: builtins.bool = True,
+          claim: builtins.bool = False) -> Any:
+    """The ``grad_fn`` view of a recorded facade op, built now: edges to ``ins``
+    (tensors, or None for scalars PyTorch lists). Tape entry ``core`` (the
+    op's last) takes the name, the edges and what the op may have saved, with
+    versions: ``(saved_key, version counter, version)`` for each input
+    (``first``: the first one too) and the output (if ``output``), checked
+    only if an in-place op happens later (see ``_graph.check_versions``).
+    The entry keeps the view weakly (the view holds the entry), and it takes
+    them only if no op named it yet, unless ``claim``."""
     cls = _classes.get(name)
     if cls is None:
         cls = _classes[name] = node_class(name)
     node: Any = object.__new__(cls)
-    n = len(ins)
-    out_key = None if out is None else out._node
-    if n == 1 or (n == 2 and ins[1] is None):
-        x = ins[0]
-        vc = x._vc
+    edges: list[Any] = []
+    saved: list[Any] = []
+    for k, x in enumerate(ins):
+        if x is None:
+            edges.append((None, 0))
+            continue
         fn = x._grad_fn
-        edge = (fn, x._nr) if fn is not None else _edge(x)
-        node._edges = (edge,) if n == 1 else (edge, (None, 0))
-        node._saved = (saved_key(x._value), vc, vc.v, out_key, out_vc, out_ver)
-    else:
-        edges = []
-        saved: list[Any] = []
-        for x in ins:
-            if x is None:
-                edges.append((None, 0))
-            else:
-                edges.append(_edge(x))
-                vc = x._vc
-                saved += (saved_key(x._value), vc, vc.v)
-        saved += (out_key, out_vc, out_ver)
-        node._edges = tuple(edges)
-        node._saved = tuple(saved)
+        edges.append((fn, x._nr) if fn is not None else _edge(x))
+        if first or k:
+            vc = x._vc
+            saved += (saved_key(x._value), vc, vc.v)
+    if output and out is not None:  # (OUTPUT, not the entry: it would refer to itself)
+        saved += (OUTPUT if out._node is core else out._node, out_vc, out_ver)
+    node._edges = tuple(edges)
     node._core = core
+    if type(core) is FNode and (claim or core.fn is None):
+        core.fn = name
+        core.edges = node._edges
+        core.saved = tuple(saved)
+        core.view = weakref.ref(node)
     return node
 
 
@@ -143,10 +146,7 @@ def _result(r: Any, name: str, ins: Sequence[Any]) -> Tensor:
             if isinstance(pv, _generic):
                 r._value = np.asarray(pv)
             t = _new(r)
-            t._grad_fn = fn = _node(name, ins, r._node, r, t._vc)
-            core = r._node
-            if type(core) is FNode and core.fn is None:
-                core.fn = fn
+            t._grad_fn = _node(name, ins, r._node, r, t._vc)
             return t
         return _new(r)
     if tr is not ndarray and isinstance(r, (_generic, builtins.bool, builtins.int, builtins.float, complex)):
@@ -418,7 +418,6 @@ def _multi(rs: Sequence[Any], name: str, ins: Sequence[Any]) -> tuple[Tensor, ..
     outs = [_result(r, "", ()) for r in rs]
     if any(o._grad_fn is not None for o in outs):
         node = _node(name, ins, None, None, VersionCounter())
-        node._saved = ()
         for i, o in enumerate(outs):
             if o._grad_fn is not None:
                 o._grad_fn = node
@@ -486,9 +485,9 @@ def _renamed(t: Tensor, name: str, ins: Sequence[Any]) -> Tensor:
     r = t._value
     if type(r) is not Traced or r._tape is not GT:
         return t
-    out = _result(r, name, tuple(x if isinstance(x, Tensor) else None for x in ins))
-    if type(r._node) is FNode:
-        r._node.fn = out._grad_fn
+    out = _new(r)
+    out._grad_fn = _node(name, tuple(x if isinstance(x, Tensor) else None for x in ins), r._node, r, out._vc,
+                         claim=True)
     return out
 
 
@@ -866,7 +865,7 @@ class Tensor:
     __array_ufunc__ = None
     _grad: Any = None
     _retains = False
-    _acc: Any = None
+    _acc: Any = None  # a weak reference to the leaf's AccumulateGrad (it refers to the tensor)
     # for a view: (base tensor, kind, argument), see _viewed; None otherwise
     _base_view: Any = None
     _views: Any = None  # a base's weak references to its views (see _viewed), once it has some
@@ -1140,9 +1139,11 @@ class Tensor:
         return _Handle(fns, raw)
 
     def _accumulate_grad(self) -> AccumulateGrad:
-        acc = self._acc
+        ref = self._acc
+        acc = ref() if ref is not None else None
         if acc is None:
-            acc = self._acc = AccumulateGrad(self)
+            acc = AccumulateGrad(self)
+            self._acc = weakref.ref(acc)
         return acc
 
     # --- conversion --------------------------------------------------------------------------------
@@ -2398,7 +2399,7 @@ class Tensor:
             edge = t._grad_fn._edges[0]
             for name in steps[:-1]:
                 edge = fused_edge(name, edge)
-            t._grad_fn._edges = (edge,)
+            t._grad_fn._edges = r._node.edges = (edge,)
         return _viewed(t, self, "index", k)
 
     def __setitem__(self, key: Any, v: Any) -> None:
@@ -2444,16 +2445,13 @@ class Tensor:
                 raise RuntimeError(
                     f"output with shape {list(v.shape)} doesn't match the broadcast shape {list(new.shape)}")
             if new._tape is GT:
-                node = _node(name, (self,) + others, new._node, new, self._vc, self._vc.v + 1)
                 # its own input is not the tensor any more; its output counts as
                 # saved only where PyTorch's backward reads it (our rules may keep
                 # it where PyTorch's keep the inputs: x / y)
-                node._saved = node._saved[3:] if saves_output else node._saved[3:-3]
-                self._grad_fn = node
-                if type(new._node) is FNode:
-                    new._node.fn = node
-                    if saves_output:  # checked from the node's list, the output included
-                        new._node.ins = None
+                self._grad_fn = _node(name, (self,) + others, new._node, new, self._vc, self._vc.v + 1,
+                                      first=False, output=saves_output, claim=True)
+                if saves_output and type(new._node) is FNode:  # checked from the entry's list, the output included
+                    new._node.ins = None
             else:
                 self._grad_fn = None
             self._value = new
@@ -2500,9 +2498,8 @@ class Tensor:
             v._value = r
             v._nr = 0
             if type(r) is Traced and r._tape is GT:  # (the shared counter's bump comes after)
-                v._grad_fn = fn = _node("AsStridedBackward0", (self,), r._node, r, v._vc, v._vc.v + 1)
+                v._grad_fn = _node("AsStridedBackward0", (self,), r._node, r, v._vc, v._vc.v + 1, claim=True)
                 if type(r._node) is FNode:
-                    r._node.fn = fn
                     r._node.ins = None
             else:
                 v._grad_fn = None

@@ -142,7 +142,6 @@ class Function(metaclass=_FunctionMeta):
         node: Any = object.__new__(cls._node_class)
         node._edges = tuple(_edge(a) for _, a in tensor_args)
         node._core = None
-        node._saved = ()
         node._ctx = ctx
         n_out = len(outs)
         shapes: list[Any] = [(np.shape(value(_v(o))), np.result_type(value(_v(o)))) if isinstance(o, Tensor) else None
