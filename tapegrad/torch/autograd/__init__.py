@@ -12,18 +12,15 @@ from tapegrad.torch._graph import (
     GT,
     Node,
     bump,
-    enable_grad,
-    is_grad_enabled,
     leaf_tensor,
-    no_grad,
     run_backward,
-    set_grad_enabled,
     tensor_hooks,
 )
 from tapegrad.torch._tensor import Tensor, _new, _node, _own, _v
 from tapegrad.torch.autograd import functional
 from tapegrad.torch.autograd.function import Function, FunctionCtx
 from tapegrad.torch.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
+from tapegrad.torch.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from tapegrad.tracer import Traced, value
 
 __all__ = [

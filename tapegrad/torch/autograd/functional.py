@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.torch._graph import enable_grad
 from tapegrad.torch._tensor import Tensor, _new
+from tapegrad.torch.grad_mode import enable_grad
 
 
 def _tup(x: Any) -> tuple[bool, tuple[Any, ...]]:

@@ -28,8 +28,8 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
     Returns True, or raises :class:`GradcheckError` (False with
     ``raise_exception=False``) naming the output and input that differ.
     """
-    from tapegrad.torch._graph import no_grad
     from tapegrad.torch.autograd.functional import jacobian
+    from tapegrad.torch.grad_mode import no_grad
 
     ins = inputs if isinstance(inputs, tuple) else (inputs,)
     diff = [i for i, x in enumerate(ins) if isinstance(x, Tensor) and x.requires_grad]

@@ -19,8 +19,8 @@ from typing_extensions import Self
 
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._creation import empty
-from tapegrad.torch._graph import no_grad
 from tapegrad.torch._tensor import Tensor
+from tapegrad.torch.grad_mode import no_grad
 from tapegrad.torch.nn import functional as F
 from tapegrad.torch.nn import init
 from tapegrad.torch.nn.functional import _legacy_reduction
