@@ -84,7 +84,8 @@ from tapegrad.torch._dtype import (
     short,
     uint8,
 )
-from tapegrad.torch._graph import (
+from tapegrad.torch._tensor import Tensor
+from tapegrad.torch.grad_mode import (
     enable_grad,
     inference_mode,
     is_grad_enabled,
@@ -92,7 +93,6 @@ from tapegrad.torch._graph import (
     no_grad,
     set_grad_enabled,
 )
-from tapegrad.torch._tensor import Tensor
 
 bool = bool_  # noqa: A001
 float = _dtype.float  # noqa: A001

@@ -5,26 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from tapegrad.torch import _dtype as D
-from tapegrad.torch._graph import (
-    GT,
-    Node,
-    bump,
-    enable_grad,
-    is_grad_enabled,
-    leaf_tensor,
-    no_grad,
-    run_backward,
-    set_grad_enabled,
-    tensor_hooks,
-)
-from tapegrad.torch._tensor import Tensor, _new, _node, _own, _v
+from tapegrad.torch._graph import Node
+from tapegrad.torch._tensor import Tensor
 from tapegrad.torch.autograd import functional
+from tapegrad.torch.autograd._engine import backward, grad
 from tapegrad.torch.autograd.function import Function, FunctionCtx
 from tapegrad.torch.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
-from tapegrad.tracer import Traced, value
+from tapegrad.torch.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 
 __all__ = [
     "Function", "FunctionCtx", "GradcheckError", "Variable", "backward", "enable_grad",
@@ -33,170 +20,6 @@ __all__ = [
 ]
 
 Variable = Tensor
-
-
-def _as_list(x: Any) -> list[Any]:
-    if x is None:
-        return []
-    if isinstance(x, Tensor):
-        return [x]
-    return list(x)
-
-
-def _seeds(outputs: list[Tensor], grads: list[Any], who: str) -> list[Any]:
-    seeds = []
-    for i, (t, g) in enumerate(zip(outputs, grads)):
-        v = t._value
-        if not (type(v) is Traced and v._tape is GT):
-            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
-        if g is None:
-            if v.size != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            seeds.append(np.array(1, v.dtype) if not v.shape else np.ones(v.shape, dtype=v.dtype))
-            continue
-        gv = _v(g)
-        if not hasattr(gv, "shape"):
-            gv = np.asarray(gv, dtype=v.dtype)
-        if tuple(gv.shape) != tuple(v.shape):
-            raise RuntimeError(
-                f"Mismatch in shape: grad_output[{i}] has a shape of {D.Size(gv.shape)} and "
-                f"output[{i}] has a shape of {D.Size(v.shape)}."
-            )
-        if gv.dtype != v.dtype:
-            gv = gv.astype(v.dtype) if type(gv) is not Traced else gv
-        seeds.append(gv)
-    return seeds
-
-
-def _leaf_hooks(t: Tensor, g: Any) -> Any:
-    for fn in tensor_hooks.get(t._value._node, ()):
-        g = fn(g)
-    return g
-
-
-def _accumulate(t: Tensor, g: Any, create_graph: bool, seen: set[int]) -> None:
-    if type(g) is np.ndarray and (id(g) in seen or not g.flags.writeable or g.base is not None):
-        g = g.copy()
-    elif type(g) is not Traced:
-        g = _own(np.asarray(g))
-    seen.add(id(g))
-    old = t._grad
-    if old is None:
-        if type(g) is Traced and g._tape is GT:  # create_graph: PyTorch copies it in
-            new = _new(g)
-            new._grad_fn = _node("CopyBackwards", (None, _new(g)), g._node, g, new._vc)
-            t._grad = new
-        else:
-            t._grad = _new(g)
-    elif not create_graph and type(old._value) is Traced and type(g) is not Traced:
-        old._write(value(old._value) + g)  # in place, keeping its grad_fn (as PyTorch)
-        bump(old._vc)
-    elif not create_graph and type(old._value) is np.ndarray and type(g) is not Traced \
-            and old._value.flags.writeable:
-        old._value += g
-        bump(old._vc)
-    else:
-        t._grad = _new(old._value + g)
-
-
-def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
-             create_graph: bool = False, grad_variables: Any = None, inputs: Any = None) -> None:
-    """Accumulate the gradients of ``tensors`` into the ``.grad`` of the leaves.
-
-    Args:
-        tensors: the roots (tensors that require grad).
-        grad_tensors: one cotangent per root (None for a one-element root).
-        retain_graph: keep saved values for another backward (default: ``create_graph``).
-        create_graph: record the backward pass (gradients get a ``grad_fn``).
-        inputs: accumulate only into these tensors (leaves or not).
-    """
-    outs = _as_list(tensors)
-    grads = _as_list(grad_tensors) if grad_tensors is not None else [None] * len(outs)
-    if isinstance(grad_tensors, Tensor):
-        grads = [grad_tensors]
-    seeds = _seeds(outs, grads, "backward")
-    retain = create_graph if retain_graph is None else retain_graph
-    only = _as_list(inputs)
-    for t in only:
-        if not t.requires_grad:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
-    nonleaf = [t for t in only if not t.is_leaf]
-    ct = run_backward(outs, seeds, retain, create_graph, capture=nonleaf)
-    seen: set[int] = set()
-    prev = GT.active
-    GT.active = create_graph
-    try:
-        if only:
-            for t in only:
-                i = t._value._node.index
-                key = i if t.is_leaf else -i
-                if key in ct:
-                    g = ct[key]
-                    _accumulate(t, _leaf_hooks(t, g) if t.is_leaf else g, create_graph, seen)
-            return
-        hooked = bool(tensor_hooks)
-        for i, g in ct.items():
-            if i < 0:
-                continue
-            t = leaf_tensor(i)
-            if t is None or t._grad_fn is not None:
-                continue
-            _accumulate(t, _leaf_hooks(t, g) if hooked else g, create_graph, seen)
-    finally:
-        GT.active = prev
-
-
-def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
-         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
-         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple[Any, ...]:
-    """The gradients of ``outputs`` with respect to ``inputs`` (nothing is accumulated).
-
-    Returns a tuple with one tensor per input (``None`` for an unused input
-    when ``allow_unused=True``; zeros with ``materialize_grads=True``).
-
-    Example:
-        >>> x = torch.tensor(2.0, requires_grad=True)
-        >>> torch.autograd.grad(x ** 3, x)
-        (tensor(12.),)
-    """
-    outs = _as_list(outputs)
-    ins = _as_list(inputs)
-    if grad_outputs is None:
-        gos = [None] * len(outs)
-    else:
-        gos = _as_list(grad_outputs)
-    if allow_unused is None:
-        allow_unused = materialize_grads
-    for t in ins:
-        if not t.requires_grad:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
-    seeds = _seeds(outs, gos, "grad")
-    retain = create_graph if retain_graph is None else retain_graph
-    ct = run_backward(outs, seeds, retain, create_graph, capture=[t for t in ins if not t.is_leaf])
-    result: list[Tensor | None] = []
-    prev = GT.active
-    GT.active = create_graph
-    try:
-        for k, t in enumerate(ins):
-            i = t._value._node.index
-            key = i if t.is_leaf else -i
-            if key in ct:
-                g = ct[key]
-                if t.is_leaf:
-                    g = _leaf_hooks(t, g)
-                result.append(_new(g if type(g) is Traced else _own(np.asarray(g))))
-            elif materialize_grads:
-                result.append(_new(np.zeros(t.shape, dtype=t._value.dtype)))
-            elif allow_unused:
-                result.append(None)
-            else:
-                raise RuntimeError(
-                    f"The differentiated Tensor at index {k} appears to not have been used in the graph. "
-                    "Set allow_unused=True if this is the desired behavior."
-                )
-    finally:
-        GT.active = prev
-    return tuple(result)
 
 
 class set_detect_anomaly:  # noqa: N801

@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.torch._graph import enable_grad
+from tapegrad.torch._creation import stack
 from tapegrad.torch._tensor import Tensor, _new
+from tapegrad.torch.autograd._engine import grad
+from tapegrad.torch.grad_mode import enable_grad
 
 
 def _tup(x: Any) -> tuple[bool, tuple[Any, ...]]:
@@ -44,8 +46,6 @@ def _post(x: Any, create_graph: bool) -> Any:
 
 
 def _grad(outs: Any, ins: tuple[Any, ...], gos: Any, create_graph: bool) -> tuple[Any, ...]:
-    from tapegrad.torch.autograd import grad
-
     outs_t = [o for o in (outs if isinstance(outs, tuple) else (outs,))]
     keep = [(o, g) for o, g in zip(outs_t, gos if isinstance(gos, tuple) else (gos,)) if o.requires_grad]
     if not keep:
@@ -88,8 +88,6 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
         g = _grad(outs, ins, us, create_graph=True)
         pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi is not None and gi.requires_grad]
         if pairs:
-            from tapegrad.torch.autograd import grad
-
             res = grad([p[0] for p in pairs], us, [p[1] for p in pairs], create_graph=create_graph,
                        allow_unused=True)
         else:
@@ -103,8 +101,6 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
 def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
              vectorize: bool = False, strategy: str = "reverse-mode") -> Any:
     """The Jacobian of ``func`` at ``inputs``: ``out.shape + in.shape`` per pair."""
-    from tapegrad.torch._creation import stack
-
     is_t, ins = _tup(inputs)
     with enable_grad():
         ins = _prep(ins, create_graph)

@@ -8,6 +8,9 @@ from typing import Any
 import numpy as np
 
 from tapegrad.torch._tensor import Tensor, _new
+from tapegrad.torch.autograd._engine import grad
+from tapegrad.torch.autograd.functional import jacobian
+from tapegrad.torch.grad_mode import no_grad
 from tapegrad.tracer import value
 
 
@@ -28,9 +31,6 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
     Returns True, or raises :class:`GradcheckError` (False with
     ``raise_exception=False``) naming the output and input that differ.
     """
-    from tapegrad.torch._graph import no_grad
-    from tapegrad.torch.autograd.functional import jacobian
-
     ins = inputs if isinstance(inputs, tuple) else (inputs,)
     diff = [i for i, x in enumerate(ins) if isinstance(x, Tensor) and x.requires_grad]
     outs = _outputs(func, ins)
@@ -67,8 +67,6 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
 
 def gradgradcheck(func: Callable[..., Any], inputs: Any, grad_outputs: Any = None, **kw: Any) -> bool:
     """gradcheck of the vjp of ``func`` (second derivatives)."""
-    from tapegrad.torch.autograd import grad
-
     ins = inputs if isinstance(inputs, tuple) else (inputs,)
     outs = _outputs(func, ins)
     rng = np.random.default_rng(0)

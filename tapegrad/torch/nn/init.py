@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tapegrad.torch._graph import no_grad
 from tapegrad.torch._tensor import Tensor
+from tapegrad.torch.grad_mode import no_grad
 
 __all__ = [
     "calculate_gain", "constant_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",

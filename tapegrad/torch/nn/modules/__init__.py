@@ -1,0 +1,51 @@
+"""``torch.nn`` modules, one file per family as PyTorch lays them out.
+
+- ``module``: :class:`Module`, the base class (registration, traversal,
+  ``state_dict``, dtype and device moves, ``repr``)
+- ``container``: ``Sequential``, ``ModuleList``
+- ``linear``: ``Identity``, ``Linear``
+- ``activation``: ``ReLU``, ``GELU``, ``Softmax`` ... (elementwise and softmax)
+- ``dropout``: ``Dropout``
+- ``normalization``: ``LayerNorm``
+- ``loss``: ``MSELoss``, ``CrossEntropyLoss``, ``BCELoss`` ...
+
+This package re-exports every public name, so ``nn.modules.Linear`` and
+``nn.Linear`` are the same class.
+"""
+
+from tapegrad.torch.nn.modules.activation import (
+    ELU,
+    GELU,
+    Hardtanh,
+    LeakyReLU,
+    LogSoftmax,
+    Mish,
+    ReLU,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
+    Tanh,
+)
+from tapegrad.torch.nn.modules.container import ModuleList, Sequential
+from tapegrad.torch.nn.modules.dropout import Dropout
+from tapegrad.torch.nn.modules.linear import Identity, Linear
+from tapegrad.torch.nn.modules.loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
+from tapegrad.torch.nn.modules.module import Module
+from tapegrad.torch.nn.modules.normalization import LayerNorm
+
+__all__ = [
+    "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "GELU", "Hardtanh", "HuberLoss",
+    "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module",
+    "ModuleList", "NLLLoss", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus",
+    "Tanh",
+]
