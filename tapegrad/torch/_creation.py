@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -11,7 +12,7 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad.numpy import wrap as _w
 from tapegrad.torch import _dtype as D
-from tapegrad.torch._graph import GT
+from tapegrad.torch._graph import GT, SCALAR_TYPE, bump
 from tapegrad.torch._tensor import Tensor, _new, _promote, _result, _shape_arg, _v
 from tapegrad.tracer import Traced, value
 
@@ -133,24 +134,106 @@ def numel(x: Tensor) -> int:
     return x.numel()
 
 
-def _factory(fn: Callable[[Any, Any], Any], default_int: bool = False) -> Any:
-    def make(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-             out: Any = None, layout: Any = None) -> Tensor:
+# --- out= --------------------------------------------------------------------------------------------
+
+
+def _out_dtype(name: str, out: Any, dtype: Any, device: Any) -> Any:
+    """Check ``out=`` of creation function ``name`` as PyTorch does (a tensor;
+    ``dtype=`` and ``device=`` agree with it; it needs no grad) and return its
+    NumPy dtype, which the values are made in."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    have = out._value.dtype
+    if dtype is not None and D.to_np(dtype) != have:
+        want = D.to_np(dtype)
+        raise RuntimeError(f"dtype {SCALAR_TYPE.get(want.name, want.name)} does not match dtype of out parameter "
+                           f"({SCALAR_TYPE.get(have.name, have.name)})")
+    if device is not None and D.device(device).type != out.device.type:
+        raise RuntimeError(f"device type {D.device(device).type} does not match device type of out parameter "
+                           f"({out.device.type})")
+    if out.requires_grad:
+        if name in ("empty", "randn"):  # PyTorch resizes their out first, in any grad mode
+            raise RuntimeError("cannot resize variables that require grad")
+        if GT.active:
+            raise RuntimeError(f"aten::{name}(): functions with out=... arguments don't support automatic "
+                               "differentiation, but one of the arguments requires grad.")
+    return have
+
+
+def _into(out: Tensor, arr: Any | None, requires_grad: bool, keep_shape: bool = False) -> Tensor:
+    """Write ``arr`` into ``out`` in place and return ``out`` (PyTorch's
+    ``r is out``): into its buffer when the shape agrees (views of it see
+    the values), else ``out`` is resized to ``arr``'s shape. ``keep_shape``:
+    ``out`` keeps its own shape when only its number of elements must agree
+    (``arange``, ``linspace``). Its ``requires_grad`` becomes ``requires_grad``,
+    as PyTorch's factory functions set it (``empty``, ``randn``: checked before)."""
+    if out.requires_grad:  # (grad mode is off: checked in _out_dtype)
+        out.requires_grad_(False)
+    if arr is not None:  # (None: ``empty`` into an ``out`` of its shape leaves it as it is)
+        if keep_shape and arr.size == out.numel():
+            arr = arr.reshape(out._value.shape)
+        if out.device.type == "cuda":
+            import cupy
+
+            arr = cupy.asarray(arr)
+        if arr.shape == out._value.shape:
+            out._write(arr)
+        else:
+            out._value = arr
+        bump(out._vc)
+    if requires_grad:
+        if out._value.dtype.kind not in "fc":
+            raise RuntimeError(REQUIRES_FLOAT)
+        out.requires_grad_(True)
+    return out
+
+
+def _not_for(name: str, dt: Any, kinds: str, exc: type[Exception] = NotImplementedError) -> None:
+    """PyTorch's error for kernel ``name`` asked for a dtype of a kind in ``kinds``."""
+    if dt.kind in kinds:
+        raise exc(f"\"{name}\" not implemented for '{SCALAR_TYPE.get(dt.name, dt.name)}'")
+
+
+def _uniform(shape: tuple[int, ...], dt: Any) -> Any:
+    _not_for("check_uniform_bounds", dt, "biu")
+    r = _rng().random(shape)
+    return (r + 1j * _rng().random(shape) if dt.kind == "c" else r).astype(dt)
+
+
+def _normal(shape: tuple[int, ...], dt: Any) -> Any:
+    _not_for("normal_kernel_cpu", dt, "biu")
+    if dt.kind == "c":  # PyTorch's complex normal: unit variance in all, half in each part
+        return ((_rng().standard_normal(shape) + 1j * _rng().standard_normal(shape)) / np.sqrt(2)).astype(dt)
+    return _rng().standard_normal(shape).astype(dt)
+
+
+def _factory(name: str, fn: Callable[[Any, Any], Any]) -> Any:
+    def make(*size: Any, out: Tensor | None = None, dtype: Any = None, layout: Any = None, device: Any = None,
+             pin_memory: bool = False, requires_grad: bool = False, generator: Any = None,
+             memory_format: Any = None) -> Tensor:
         shape = _shape_arg(size)
+        if out is not None:
+            dt = _out_dtype(name, out, dtype, device)
+            if name == "empty" and shape == out._value.shape:  # nothing to write: out as it is
+                return _into(out, None, requires_grad)
+            if name == "randn" and shape != out._value.shape:  # resized, then written: two changes
+                bump(out._vc)
+            return _into(out, fn(shape, dt), requires_grad)
         dt = D.to_np(dtype) if dtype is not None else D.get_default_dtype().np
         return _finish(fn(shape, dt), None, device, requires_grad)
 
+    make.__name__ = make.__qualname__ = name
     return make
 
 
-zeros = _factory(lambda s, d: np.zeros(s, d))
-ones = _factory(lambda s, d: np.ones(s, d))
-empty = _factory(lambda s, d: np.zeros(s, d))
-rand = _factory(lambda s, d: _rng().random(s).astype(d))
-randn = _factory(lambda s, d: _rng().standard_normal(s).astype(d))
-zeros.__doc__ = "A tensor of zeros of the given size (float32 unless ``dtype``)."
-ones.__doc__ = "A tensor of ones of the given size (float32 unless ``dtype``)."
-empty.__doc__ = "An (here: zero-filled) tensor of the given size."
+zeros = _factory("zeros", lambda s, d: np.zeros(s, d))
+ones = _factory("ones", lambda s, d: np.ones(s, d))
+empty = _factory("empty", lambda s, d: np.zeros(s, d))
+rand = _factory("rand", _uniform)
+randn = _factory("randn", _normal)
+zeros.__doc__ = "A tensor of zeros of the given size (float32 unless ``dtype``; written into ``out`` when given)."
+ones.__doc__ = "A tensor of ones of the given size (float32 unless ``dtype``; written into ``out`` when given)."
+empty.__doc__ = "An (here: zero-filled) tensor of the given size (written into ``out`` when given)."
 rand.__doc__ = "Uniform random numbers in [0, 1) (NumPy's generator; seed with manual_seed)."
 randn.__doc__ = "Standard normal random numbers (NumPy's generator; seed with manual_seed)."
 
@@ -166,56 +249,99 @@ def _fill_dtype(fill_value: Any) -> Any:
 
 
 def full(size: Any, fill_value: Any, dtype: Any = None, device: Any = None,
-         requires_grad: bool = False) -> Tensor:
-    """A tensor of ``size`` filled with ``fill_value``."""
-    dt = D.to_np(dtype) if dtype is not None else _fill_dtype(value(_v(fill_value)))
-    return _finish(np.full(_shape_arg((size,)) if not isinstance(size, int) else (size,),
-                           value(_v(fill_value)), dt), None, device, requires_grad)
+         requires_grad: bool = False, *, out: Tensor | None = None, layout: Any = None) -> Tensor:
+    """A tensor of ``size`` filled with ``fill_value`` (written into ``out`` when given)."""
+    fill = value(_v(fill_value))
+    shape = _shape_arg((size,)) if not isinstance(size, int) else (size,)
+    if out is not None:
+        return _into(out, np.full(shape, fill, _out_dtype("full", out, dtype, device)), requires_grad)
+    dt = D.to_np(dtype) if dtype is not None else _fill_dtype(fill)
+    return _finish(np.full(shape, fill, dt), None, device, requires_grad)
 
 
 def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None,
-        requires_grad: bool = False) -> Tensor:
-    """The identity matrix (``n`` x ``m``)."""
+        requires_grad: bool = False, *, out: Tensor | None = None, layout: Any = None) -> Tensor:
+    """The identity matrix (``n`` x ``m``; written into ``out`` when given)."""
+    if out is not None:
+        return _into(out, np.eye(n, m, dtype=_out_dtype("eye", out, dtype, device)), requires_grad)
     dt = D.to_np(dtype) if dtype is not None else D.get_default_dtype().np
     return _finish(np.eye(n, m, dtype=dt), None, device, requires_grad)
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None,
-           requires_grad: bool = False) -> Tensor:
-    """Values from ``start`` to ``end`` (exclusive): int64 for integer arguments, else float32."""
+           requires_grad: bool = False, *, out: Tensor | None = None, layout: Any = None) -> Tensor:
+    """Values from ``start`` to ``end`` (exclusive): int64 for integer arguments, else float32.
+
+    An integer dtype (or ``out``) takes the arguments truncated to integers,
+    as PyTorch does: ``arange(0, 4, 1.5, dtype=torch.int64)`` is ``[0, 1, 2, 3]``.
+    ``out`` of another number of elements is resized, with PyTorch's warning."""
     if end is None:
         start, end = 0, start
     args = [value(_v(a)) for a in (start, end, step)]
-    if dtype is None:
-        is_int = all(isinstance(a, (builtins.int, np.integer)) for a in args)
-        dtype = D.int64 if is_int else D.get_default_dtype()
-    dt = D.to_np(dtype)
+    if out is not None:
+        dt = _out_dtype("arange", out, dtype, device)
+    else:
+        if dtype is None:
+            is_int = all(isinstance(a, (builtins.int, np.integer)) for a in args)
+            dtype = D.int64 if is_int else D.get_default_dtype()
+        dt = D.to_np(dtype)
+    _not_for("arange_cpu", dt, "bc")
+    if dt.kind in "iu":
+        args = [builtins.int(a) for a in args]
+    if args[2] == 0:
+        raise ValueError("step must be nonzero")
     n = max(0, int(np.ceil((args[1] - args[0]) / args[2])))
     arr = (args[0] + np.arange(n, dtype=np.float64 if dt.kind == "f" else np.int64) * args[2]).astype(dt)
-    return _finish(arr, None, device, requires_grad)
+    if out is None:
+        return _finish(arr, None, device, requires_grad)
+    if out.numel() not in (0, n):
+        warnings.warn(f"The number of elements in the out tensor of shape {list(out.shape)} is {out.numel()} which "
+                      f"does not match the computed number of elements {n}. Note that this may occur as a result of "
+                      f"rounding error. The out tensor will be resized to a tensor of shape ({n},).",
+                      UserWarning, stacklevel=2)
+    return _into(out, arr, requires_grad, keep_shape=True)
 
 
 def linspace(start: Any, end: Any, steps: int, dtype: Any = None, device: Any = None,
-             requires_grad: bool = False) -> Tensor:
-    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
-    dt = D.to_np(dtype) if dtype is not None else D.get_default_dtype().np
-    return _finish(np.linspace(value(_v(start)), value(_v(end)), steps).astype(dt), None, device,
-                   requires_grad)
+             requires_grad: bool = False, *, out: Tensor | None = None, layout: Any = None) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (written into ``out`` when given)."""
+    if out is not None:
+        dt = _out_dtype("linspace", out, dtype, device)
+    else:
+        dt = D.to_np(dtype) if dtype is not None else D.get_default_dtype().np
+    _not_for("linspace_cpu", dt, "b")
+    arr = np.linspace(value(_v(start)), value(_v(end)), steps).astype(dt)
+    if out is not None:
+        return _into(out, arr, requires_grad, keep_shape=True)
+    return _finish(arr, None, device, requires_grad)
 
 
 def randint(low: int, high: Any = None, size: Any = None, dtype: Any = None, device: Any = None,
-            requires_grad: bool = False) -> Tensor:
-    """Random integers in [low, high) (int64 unless ``dtype``)."""
+            requires_grad: bool = False, *, out: Tensor | None = None, generator: Any = None,
+            layout: Any = None) -> Tensor:
+    """Random integers in [low, high) (int64 unless ``dtype``; written into ``out`` when given)."""
     if size is None:
         low, high, size = 0, low, high
     if high is None or isinstance(high, (tuple, list)):
         low, high, size = 0, low, high
-    dt = D.to_np(dtype) if dtype is not None else np.int64
-    return _finish(_rng().integers(low, high, tuple(size)).astype(dt), None, device, requires_grad)
+    dt = _out_dtype("randint", out, dtype, device) if out is not None else \
+        D.to_np(dtype) if dtype is not None else np.dtype(np.int64)
+    if dt.kind == "c":
+        raise RuntimeError("check_random_bounds handles only integral, floating-point and boolean types")
+    if dt.kind == "b" and high > 2:
+        raise RuntimeError("to - 1 is out of bounds for bool")
+    arr = _rng().integers(low, high, tuple(size)).astype(dt)
+    return _into(out, arr, requires_grad) if out is not None else _finish(arr, None, device, requires_grad)
 
 
-def randperm(n: int, dtype: Any = None) -> Tensor:
-    return _new(_rng().permutation(n).astype(D.to_np(dtype) if dtype else np.int64))
+def randperm(n: int, dtype: Any = None, *, out: Tensor | None = None, generator: Any = None,
+             device: Any = None, requires_grad: bool = False, layout: Any = None) -> Tensor:
+    """A random permutation of ``0 .. n-1`` (int64 unless ``dtype``; written into ``out`` when given)."""
+    dt = _out_dtype("randperm", out, dtype, device) if out is not None else \
+        D.to_np(dtype) if dtype is not None else np.dtype(np.int64)
+    _not_for("randperm", dt, "bc")
+    arr = _rng().permutation(n).astype(dt)
+    return _into(out, arr, requires_grad) if out is not None else _finish(arr, None, device, requires_grad)
 
 
 def _like(fn: Any) -> Any:

@@ -10,8 +10,28 @@ if TYPE_CHECKING:
     import builtins  # annotations name builtins.int: this module rebinds ``int`` to a dtype
 
 
-class dtype:  # noqa: N801  (PyTorch's name)
+class PyTorchNamed(type):
+    """Metaclass of the facade's public classes: each prints under the name
+    PyTorch gives it (``<class 'torch.Tensor'>``), read from the class's own
+    ``_torch_name``. A subclass without one (a user's ``class T(torch.Tensor)``)
+    prints as usual. ``__module__`` and ``__qualname__`` stay the real ones,
+    so pickle, ``copy`` and ``inspect`` find the class where it lives."""
+
+    def __repr__(cls) -> str:
+        name = cls.__dict__.get("_torch_name")
+        return f"<class '{name}'>" if name else super().__repr__()
+
+
+# the C++ type behind each dtype, as PyTorch's messages name it (by NumPy dtype name)
+CPP_TYPE = {"float16": "c10::Half", "float32": "float", "float64": "double", "int8": "signed char",
+            "uint8": "unsigned char", "int16": "short int", "int32": "int", "int64": "long int", "bool": "bool",
+            "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+
+
+class dtype(metaclass=PyTorchNamed):  # noqa: N801  (PyTorch's name)
     """A PyTorch dtype: a name and the NumPy dtype that stores it."""
+
+    _torch_name = "torch.dtype"
 
     __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize")
 
@@ -26,6 +46,10 @@ class dtype:  # noqa: N801  (PyTorch's name)
 
     def __repr__(self) -> str:
         return f"torch.{self.name}"
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        """Unpickle as the same dtype object (dtypes are singletons, compared by identity)."""
+        return from_np, (self.np.str,)
 
     def to_real(self) -> dtype:
         return {"complex64": float32, "complex128": float64}.get(self.name, self)
@@ -90,8 +114,10 @@ def set_default_dtype(d: dtype) -> None:
     _DEFAULT[0] = d
 
 
-class Size(tuple):
+class Size(tuple, metaclass=PyTorchNamed):
     """A tensor's shape: a tuple that prints as ``torch.Size([2, 3])``."""
+
+    _torch_name = "torch.Size"
 
     def __repr__(self) -> str:
         return f"torch.Size({list(self)})"
@@ -109,8 +135,10 @@ class Size(tuple):
         return Size(r) if isinstance(k, slice) else r
 
 
-class device:  # noqa: N801
+class device(metaclass=PyTorchNamed):  # noqa: N801
     """``torch.device``: ``"cpu"`` or ``"cuda"`` (CuPy arrays), with an optional index."""
+
+    _torch_name = "torch.device"
 
     __slots__ = ("type", "index")
     type: str

@@ -849,12 +849,15 @@ def _own(g: Any) -> Any:
 # --- the tensor ------------------------------------------------------------------------------------
 
 
-class Tensor:
+class Tensor(metaclass=D.PyTorchNamed):
     """A PyTorch-style tensor on tapegrad's tape.
 
     Build one with :func:`tapegrad.torch.tensor` (or ``zeros``, ``randn`` ...).
-    ``torch.Tensor(data)`` also works (float32, as in PyTorch).
+    ``torch.Tensor(data)`` also works (float32, as in PyTorch). The class
+    prints as PyTorch's does: ``<class 'torch.Tensor'>``.
     """
+
+    _torch_name = "torch.Tensor"
 
     __slots__ = ("_value", "_grad_fn", "_vc", "__dict__", "__weakref__")
     _value: Any
@@ -940,6 +943,32 @@ class Tensor:
 
     @grad.setter
     def grad(self, g: Any) -> None:
+        """Set ``.grad`` to ``None`` or a tensor of this tensor's dtype, device
+        type and size; else raise PyTorch's error (checked in its order)."""
+        if g is not None:
+            if not isinstance(g, Tensor):
+                cls = type(g)  # named as CPython's tp_name: module-qualified for C types
+                kind = cls.__name__ if cls.__flags__ & (1 << 9) or cls.__module__ == "builtins" \
+                    else f"{cls.__module__}.{cls.__name__}"
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {kind}")
+            mine, theirs = self._value.dtype, g._value.dtype
+            if mine != theirs:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{D.CPP_TYPE.get(theirs.name, theirs.name)}' to a "
+                    f"tensor with grad_dtype '{SCALAR_TYPE.get(mine.name, mine.name)}'. The gradient must match the "
+                    "tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype "
+                    "attribute with a specific dtype, or None to allow any dtype. Set grad_dtype with caution. "
+                    "Diverging the dtypes of a tensor and its gradient may break downstream systems that assume "
+                    "they match.")
+            if g.device.type != self.device.type:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with device type '{g.device.type}' to a tensor with device "
+                    f"type '{self.device.type}'. Please ensure that the gradient and the tensor are on the same "
+                    "device")
+            if g._value.shape != self._value.shape:
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(g._value.shape)}' to a tensor of size "
+                    f"'{list(self._value.shape)}'. Please ensure that the gradient and the tensor are the same size")
         self._grad = g
 
     @grad.deleter
@@ -2387,13 +2416,20 @@ class Tensor:
 
     # --- indexing ---------------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Tensor:
+        def as_int(i: Any) -> Any:  # a 0-dim signed-integer tensor indexes as its int: a select (a view)
+            return builtins.int(value(i._value)) if isinstance(i, Tensor) and i.ndim == 0 \
+                and i._value.dtype.kind == "i" else i
+
+        key = tuple(as_int(i) for i in key) if isinstance(key, tuple) else as_int(key)
         k = _index_key(key)
         if not _basic_key(k):
             return _result(self._value[k], _index_name(key), (self,))
         r = self._value[k]
         if type(r) is not Traced:  # (recorded nothing: no node to name)
             return _viewed(_result(r, "", (self,)), self, "index", k)
-        steps = _index_steps(k, self._value.shape)
+        # a lone slice is always a slice op, even one that keeps every element
+        # (``w[:]``, ``w[0:100]``); in a tuple a no-op slice is skipped (``w[:, :]``: an alias)
+        steps = ["SliceBackward0"] if isinstance(key, slice) else _index_steps(k, self._value.shape)
         t = _result(r, steps[-1] if steps else "AliasBackward0", (self,))
         if len(steps) > 1 and t._grad_fn is not None:  # PyTorch's chain: one view node per step
             edge = t._grad_fn._edges[0]

@@ -22,6 +22,8 @@ class Parameter(Tensor):
         tensor([1., 1.], requires_grad=True)
     """
 
+    _torch_name = "torch.nn.parameter.Parameter"
+
     def __new__(cls, data: Any = None, requires_grad: bool = True) -> Parameter:
         if data is None:
             arr = np.zeros((0,), dtype=np.float32)
