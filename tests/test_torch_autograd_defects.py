@@ -299,3 +299,158 @@ def test_gradcheck_flags_against_torch() -> None:
                                       check_grad_dtypes=True, nondet_tol=1e-12)
         with pytest.raises(AssertionError):
             lib.autograd.gradcheck(lambda t: t, x, check_forward_ad=False, check_backward_ad=False)
+
+
+# --- 4. anomaly mode --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def anomaly_off() -> Any:
+    yield
+    torch.autograd.set_detect_anomaly(False)
+
+
+def test_anomaly_switches(anomaly_off: Any) -> None:
+    from tapegrad.torch import _graph
+    from tapegrad.torch._graph import FNode
+
+    slot = FNode.__dict__["fn"]
+    assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == (False, True)
+    with pytest.warns(UserWarning, match="^Anomaly Detection has been enabled. This mode will increase the "
+                                         "runtime and should only be enabled for debugging.$"):
+        ctx = torch.autograd.detect_anomaly(check_nan=False)
+    with ctx:
+        assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == (True, False)
+        assert _graph.anomaly_walk is not None
+    assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == (False, True)
+    assert FNode.__dict__["fn"] is slot and _graph.anomaly_walk is None  # the plain path is untouched
+    torch.autograd.set_detect_anomaly(True, check_nan=False)  # takes effect at once
+    assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == (True, False)
+    torch.autograd.set_detect_anomaly(False)
+    with torch.autograd.set_detect_anomaly(True):
+        assert torch.is_anomaly_enabled()
+    assert not torch.is_anomaly_enabled()
+
+
+def test_anomaly_nan_names_node_and_output(anomaly_off: Any) -> None:
+    torch.autograd.set_detect_anomaly(True)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = torch.tensor([-1.0, 4.0], requires_grad=True)
+        with pytest.raises(RuntimeError, match=r"^Function 'PowBackward0' returned nan values in its 0th output.$"):
+            (x ** 0.5).sum().backward()
+        a = torch.tensor([0.0], requires_grad=True)
+        b = torch.tensor([0.0], requires_grad=True)
+        with pytest.raises(RuntimeError, match=r"^Function 'DivBackward0' returned nan values in its 1th output.$"):
+            (a / b).sum().backward()
+
+        class F(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, a: Any, k: Any, b: Any) -> Any:
+                return a * b
+
+            @staticmethod
+            def backward(ctx: Any, g: Any) -> Any:
+                return g, None, g * float("nan")
+
+        with pytest.raises(RuntimeError, match=r"^Function 'FBackward' returned nan values in its 1th output.$"):
+            F.apply(a, 3, b).sum().backward()
+        with pytest.raises(RuntimeError, match=r"^Function 'FBackward' returned nan values in its 2th output.$"):
+            F.apply(a, torch.tensor(2.0), b).sum().backward()
+        torch.autograd.set_detect_anomaly(True, check_nan=False)
+        x = torch.tensor([-1.0], requires_grad=True)
+        (x ** 0.5).sum().backward()
+        assert np.isnan(x.grad.numpy()).all()
+
+
+class _Boom(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        raise ValueError("boom")
+
+
+def test_anomaly_warns_with_forward_traceback(anomaly_off: Any) -> None:
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    torch.autograd.set_detect_anomaly(True)
+    y = _Boom.apply(x)  # the forward line the warning shows
+    with pytest.warns(UserWarning) as rec, pytest.raises(ValueError, match="^boom$"):
+        y.sum().backward()
+    msgs = [str(w.message) for w in rec]
+    assert len(msgs) == 1
+    assert msgs[0].startswith("Error detected in _BoomBackward. Traceback of forward call that caused the error:\n")
+    assert "    y = _Boom.apply(x)  # the forward line the warning shows\n" in msgs[0]
+    assert msgs[0].endswith("    y = _Boom.apply(x)  # the forward line the warning shows\n")
+    assert rec[0].filename == __file__  # it points at the user's backward call
+    torch.autograd.set_detect_anomaly(False)
+    y = _Boom.apply(x)  # recorded with anomaly detection off
+    torch.autograd.set_detect_anomaly(True)
+    with pytest.warns(UserWarning) as rec, pytest.raises(ValueError, match="^boom$"):
+        y.sum().backward()
+    assert [str(w.message) for w in rec] == [
+        "Error detected in _BoomBackward. No forward pass information available. "
+        "Enable detect anomaly during forward pass for more information."]
+
+
+def test_anomaly_double_backward_names_the_inducing_node(anomaly_off: Any) -> None:
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            x, = ctx.saved_tensors
+            return g * torch.sqrt(x * x) * 2  # the backward line
+
+    torch.autograd.set_detect_anomaly(True)
+    with np.errstate(all="ignore"):
+        x = torch.tensor([0.0, 2.0], requires_grad=True)
+        y = Sq.apply(x)  # the forward line
+        g, = torch.autograd.grad(y.sum(), x, create_graph=True)
+        with pytest.warns(UserWarning) as rec, pytest.raises(
+                RuntimeError, match=r"^Function 'MulBackward0' returned nan values in its 0th output.$"):
+            g.sum().backward()
+    msgs = [str(w.message) for w in rec]
+    assert len(msgs) == 2
+    assert msgs[0].startswith("Error detected in MulBackward0. Traceback of forward call that caused the error:\n")
+    assert msgs[0].endswith("    return g * torch.sqrt(x * x) * 2  # the backward line\n")
+    assert msgs[1].startswith("\n\nPrevious calculation was induced by SqBackward. Traceback of forward call "
+                              "that induced the previous calculation:\n")
+    assert msgs[1].endswith("    y = Sq.apply(x)  # the forward line\n")
+
+
+def test_anomaly_values_and_memory(anomaly_off: Any) -> None:
+    torch.autograd.set_detect_anomaly(True)
+    gc.collect()
+    gc.disable()
+    try:
+        x = torch.tensor([0.5, 1.0], dtype=torch.float64, requires_grad=True)
+        y = ((x * 3).sin() * x.exp()).sum()
+        ref = weakref.ref(y._value._node)
+        g, = torch.autograd.grad(y, x, create_graph=True)
+        g.sum().backward(retain_graph=True)
+        v = x.detach().numpy()
+        np.testing.assert_allclose(g.detach().numpy(), np.exp(v) * (3 * np.cos(3 * v) + np.sin(3 * v)))
+        np.testing.assert_allclose(x.grad.numpy(), np.exp(v) * (6 * np.cos(3 * v) - 8 * np.sin(3 * v)))
+        del y, g
+        assert ref() is None
+    finally:
+        gc.enable()
+
+
+def test_anomaly_against_torch(anomaly_off: Any) -> None:
+    torch_ = pytest.importorskip("torch")
+    for lib in (torch, torch_):
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            with lib.autograd.detect_anomaly():
+                x = lib.tensor([-1.0, 4.0], requires_grad=True)
+                with pytest.raises(RuntimeError) as e:
+                    (x ** 0.5).sum().backward()
+        assert str(e.value) == "Function 'PowBackward0' returned nan values in its 0th output."
+        assert not lib.is_anomaly_enabled()
