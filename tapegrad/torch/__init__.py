@@ -85,6 +85,11 @@ from tapegrad.torch._dtype import (
     uint8,
 )
 from tapegrad.torch._tensor import Tensor
+from tapegrad.torch.autograd.anomaly_mode import (
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_anomaly_enabled,
+)
 from tapegrad.torch.grad_mode import (
     enable_grad,
     inference_mode,
@@ -108,10 +113,11 @@ __all__ = [
     "complex128", "complex64", "concat", "concatenate", "device", "double", "dtype", "einsum",
     "empty", "empty_like", "enable_grad", "eye", "float", "float16", "float32", "float64",
     "from_dlpack", "from_numpy", "full", "full_like", "func", "get_default_dtype", "half", "hstack",
-    "inference_mode", "int", "int16", "int32", "int64", "int8", "is_grad_enabled",
+    "inference_mode", "int", "int16", "int32", "int64", "int8", "is_anomaly_check_nan_enabled",
+    "is_anomaly_enabled", "is_grad_enabled",
     "is_inference_mode_enabled", "is_tensor", "linspace", "long", "manual_seed", "no_grad", "numel",
     "ones", "ones_like", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like",
-    "randperm", "seed", "set_default_dtype", "set_grad_enabled", "short", "stack", "tensor",
+    "randperm", "seed", "set_anomaly_enabled", "set_default_dtype", "set_grad_enabled", "short", "stack", "tensor",
     "uint8", "vstack", "where", "zeros", "zeros_like", "nn", "optim",
 ]
 

@@ -468,6 +468,9 @@ def _made_by(origin: Any, vc: Any = None) -> str:
 
 # --- the backward walk ----------------------------------------------------------------------------
 
+# the checked walk of anomaly mode, while it is on (set by tapegrad.torch.autograd.anomaly_mode)
+anomaly_walk: Callable[..., dict[int, Any]] | None = None
+
 
 def run_backward(roots: list[Any], seeds: list[Any], retain_graph: bool, create_graph: bool,
                  capture: list[Any] | None = None) -> dict[int, Any]:
@@ -504,7 +507,7 @@ def run_backward(roots: list[Any], seeds: list[Any], retain_graph: bool, create_
     GT.active = create_graph
     try:
         with gc_paused:
-            out = backprop(order, ct, retain_graph, hooks)
+            out = (anomaly_walk or backprop)(order, ct, retain_graph, hooks)
     finally:
         GT.active = prev
         if twins:

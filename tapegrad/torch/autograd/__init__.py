@@ -7,14 +7,16 @@ from typing import Any
 
 from tapegrad.torch._graph import Node
 from tapegrad.torch._tensor import Tensor
-from tapegrad.torch.autograd import functional
+from tapegrad.torch.autograd import anomaly_mode, functional
 from tapegrad.torch.autograd._engine import backward, grad
+from tapegrad.torch.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
 from tapegrad.torch.autograd.function import Function, FunctionCtx
 from tapegrad.torch.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from tapegrad.torch.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 
 __all__ = [
-    "Function", "FunctionCtx", "GradcheckError", "Variable", "backward", "enable_grad",
+    "Function", "FunctionCtx", "GradcheckError", "Variable", "anomaly_mode", "backward", "detect_anomaly",
+    "enable_grad",
     "functional", "grad", "gradcheck", "gradgradcheck", "is_grad_enabled", "no_grad",
     "set_detect_anomaly", "set_grad_enabled",
 ]
@@ -22,20 +24,6 @@ __all__ = [
 Variable = Tensor
 
 
-class set_detect_anomaly:  # noqa: N801
-    """Accepted for compatibility; tapegrad's errors already name the operation."""
-
-    def __init__(self, mode: bool, check_nan: bool = True) -> None:
-        self.mode = mode
-
-    def __enter__(self) -> None:
-        pass
-
-    def __exit__(self, *exc: Any) -> None:
-        pass
-
-
-detect_anomaly = set_detect_anomaly
 
 
 class graph:  # noqa: N801

@@ -29,6 +29,7 @@ class FunctionCtx:
         self.needs_input_grad: tuple[bool, ...] = ()
         self.materialize_grads = True
         self.non_differentiable: set[int] = set()
+        self._view: weakref.ref[Any] | None = None  # the outputs' grad_fn (see _Spec.view)
 
     def save_for_backward(self, *tensors: Any) -> None:
         """Keep tensors for ``backward`` (read them back with ``saved_tensors``)."""
@@ -39,7 +40,7 @@ class FunctionCtx:
         out = []
         for t, ver in self._saved:
             if type(t) is _SavedOutput:
-                t = t.tensor()
+                t = t.tensor(self)
             if isinstance(t, Tensor) and t._vc.v != ver:
                 raise RuntimeError(version_message(t._value, t._vc.v, ver, getattr(t._value, '_node', None)))
             out.append(t)
@@ -55,22 +56,102 @@ class FunctionCtx:
         self.materialize_grads = value
 
 
+class _Spec:
+    """What rebuilds the graph entry of one output of a ``Function.apply``
+    call: the class, the inputs' parent entries and ``next_functions`` edges,
+    the outputs' shapes and dtypes, the zeros of inputs ``backward`` leaves
+    without a gradient. It holds nothing that holds ``ctx`` (``ctx`` is passed
+    in), so ``ctx`` may keep it without a reference cycle."""
+
+    __slots__ = ("cls", "parents", "edges", "diff", "lay", "shapes", "zeros")
+
+    def __init__(self, cls: Any, parents: Any, edges: tuple[Any, ...], diff: list[int],
+                 lay: tuple[int | None, ...], shapes: list[Any], zeros: dict[int, Any]) -> None:
+        self.cls = cls
+        self.parents = parents
+        self.edges = edges
+        self.diff = diff
+        self.lay = lay
+        self.shapes = shapes
+        self.zeros = zeros
+
+    def view(self, ctx: FunctionCtx) -> Any:
+        """The ``grad_fn`` of the outputs (made anew when they all are gone)."""
+        node = ctx._view() if ctx._view is not None else None
+        if node is None:
+            node = object.__new__(self.cls._node_class)
+            node._edges = self.edges
+            node._core = None
+            node._ctx = ctx
+            ctx._view = weakref.ref(node)
+        return node
+
+    def entry(self, ctx: FunctionCtx, k: int, arr: Any) -> FNode:
+        """A new graph entry for output ``k`` (value ``arr``) whose rules call
+        ``backward`` with the cotangent in slot ``k``, zeros elsewhere."""
+        cache: dict[str, Any] = {}
+        shapes = self.shapes
+        cls = self.cls
+        zeros = self.zeros
+
+        def make(j: int) -> Any:
+            def vjp(g: Any) -> Any:
+                if cache.get("g") is not g:
+                    gs: list[Tensor | None] = []
+                    for m, sh in enumerate(shapes):
+                        if m == k:
+                            gs.append(_new(g))
+                        elif sh is not None:
+                            gs.append(_new(np.zeros(sh[0], sh[1])))
+                        else:
+                            gs.append(None)
+                    res = cls.backward(ctx, *gs)
+                    res = res if isinstance(res, tuple) else (res,)
+                    cache["g"], cache["res"] = g, res
+                r = cache["res"][j] if j < len(cache["res"]) else None
+                if r is None:
+                    shape, dtype = zeros[j]
+                    return np.zeros(shape, dtype)
+                return _v(r)
+
+            return vjp
+
+        core = FNode(next_index(), arr.shape, arr.dtype, cls._primitive, self.parents,
+                     pack_rules([make(i) for i in self.diff]), (self.view(ctx), k), None, self.lay)
+        return core
+
+
 class _SavedOutput:
-    """An output of ``forward`` saved for ``backward``, kept with a weak
-    reference to its graph entry: the entry's rule holds ``ctx``, so holding
-    the output tensor itself would be a cycle only the cyclic collector frees."""
+    """An output of ``forward`` saved for ``backward``.
 
-    __slots__ = ("value", "entry", "vc")
+    PyTorch keeps one node for all outputs of a ``Function``, alive while any
+    output's graph is; here each output has its own entry, which dies with
+    the output when unused (``Sinh.apply(x)[0]``). The entry is held weakly
+    (its rules hold ``ctx``, which holds this: a strong reference would be a
+    cycle only the cyclic collector frees); when it is gone, ``tensor``
+    records a new one with the same rules, so a ``backward`` replayed with
+    ``create_graph=True`` still differentiates through the saved output."""
 
-    def __init__(self, t: Tensor) -> None:
+    __slots__ = ("value", "entry", "vc", "k", "spec")
+
+    def __init__(self, t: Tensor, k: int, spec: _Spec) -> None:
         self.value = t._value._value
         self.entry = weakref.ref(t._value._node)
         self.vc = t._vc
+        self.k = k
+        self.spec = spec
 
-    def tensor(self) -> Tensor:
-        """The saved output as ``backward`` sees it (on the graph while it lives)."""
+    def tensor(self, ctx: FunctionCtx) -> Tensor:
+        """The saved output as ``backward`` sees it: on the graph, through
+        output ``k`` of the ``Function``, when grad mode is on."""
         entry = self.entry()
+        if entry is None and GT.active:
+            entry = self.spec.entry(ctx, self.k, self.value)
+            self.entry = weakref.ref(entry)
         t = _new(Traced(self.value, GT, entry) if entry is not None else self.value)
+        if entry is not None:
+            t._grad_fn = self.spec.view(ctx)
+            t._nr = self.k
         t._vc = self.vc
         return t
 
@@ -137,53 +218,28 @@ class Function(metaclass=_FunctionMeta):
         if not (prev and any(ctx.needs_input_grad)):
             return outputs
         tensor_args = [(i, a) for i, a in enumerate(args) if isinstance(a, Tensor)]
-        diff = [(i, a) for i, a in tensor_args if a.requires_grad]
-        parents = pack_rules([a._value._node for _, a in diff])
-        node: Any = object.__new__(cls._node_class)
-        node._edges = tuple(_edge(a) for _, a in tensor_args)
-        node._core = None
-        node._ctx = ctx
-        n_out = len(outs)
-        shapes: list[Any] = [(np.shape(value(_v(o))), np.result_type(value(_v(o)))) if isinstance(o, Tensor) else None
-                  for o in outs]
+        diff = [i for i, a in tensor_args if a.requires_grad]
+        parents = pack_rules([args[i]._value._node for i in diff])
+        # each tensor input's parent entry (PyTorch numbers the node's outputs by them)
+        lay = tuple(diff.index(i) if i in diff else None for i, _ in tensor_args)
+        shapes: list[Any] = [(np.shape(value(_v(o))), np.result_type(value(_v(o)))) if isinstance(o, Tensor)
+                             else None for o in outs]
+        zeros = {i: (args[i].shape, args[i]._value.dtype) for i in diff}
+        spec = _Spec(cls, parents, tuple(_edge(a) for _, a in tensor_args), diff, lay, shapes, zeros)
+        node = spec.view(ctx)
         new_outs: list[Any] = []
         for k, o in enumerate(outs):
             if not isinstance(o, Tensor) or o._value.dtype.kind not in "fc" or id(o) in ctx.non_differentiable:
                 new_outs.append(o)
                 continue
-            cache: dict[str, Any] = {}
-
-            def make(j: int, k: int = k, cache: dict[str, Any] = cache) -> Any:
-                def vjp(g: Any) -> Any:
-                    if cache.get("g") is not g:
-                        gs: list[Tensor | None] = []
-                        for m in range(n_out):
-                            if m == k:
-                                gs.append(_new(g))
-                            elif shapes[m] is not None:
-                                gs.append(_new(np.zeros(shapes[m][0], shapes[m][1])))
-                            else:
-                                gs.append(None)
-                        res = cls.backward(ctx, *gs)
-                        res = res if isinstance(res, tuple) else (res,)
-                        cache["g"], cache["res"] = g, res
-                    r = cache["res"][j] if j < len(cache["res"]) else None
-                    if r is None:
-                        a = args[j]
-                        return np.zeros(a.shape, a._value.dtype)
-                    return _v(r)
-
-                return vjp
-
             arr = value(o._value)
-            core = FNode(next_index(), arr.shape, arr.dtype, cls._primitive, parents,
-                         pack_rules([make(i) for i, _ in diff]), (node, k))
-            t = _new(Traced(arr, GT, core))
+            t = _new(Traced(arr, GT, spec.entry(ctx, k, arr)))
             t._grad_fn = node
             t._nr = k
             new_outs.append(t)
-        remap = {id(o): n for o, n in zip(outs, new_outs) if n is not o}
-        ctx._saved = [(t if id(t) not in remap else _SavedOutput(remap[id(t)]), ver) for t, ver in ctx._saved]
+        remap = {id(o): (k, n) for k, (o, n) in enumerate(zip(outs, new_outs)) if n is not o}
+        ctx._saved = [(t if id(t) not in remap else _SavedOutput(remap[id(t)][1], remap[id(t)][0], spec), ver)
+                      for t, ver in ctx._saved]
         return new_outs[0] if single else tuple(new_outs)
 
 
