@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from tapegrad import tape as _tape
-from tapegrad.tape import Node, next_index, pack_rules
 from tapegrad.tracer import Traced, value
 
 VjpMaker = Callable[..., Callable[[Any], Any]]
@@ -124,37 +123,15 @@ def _apply(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
                     nested = True
     assert tape is not None
     raw = list(args)
-    parents = []
-    makers = []
-    table = prim.vjps
+    argnums = []
     for i, a in enumerate(args):
         if type(a) is Traced and a._tape is tape:
             v = raw[i] = a._value
             if type(v) is Traced:
                 nested = True
-            parents.append(a._node)
-            makers.append(table.get(i) or prim.vjp_maker(i))
+            argnums.append(i)
     ans = prim.wrapped(*raw, **kwargs) if nested else prim.fun(*raw, **kwargs)
-    if tape.record is not None:
-        return tape.record(prim, ans, args, raw, kwargs,
-                           [i for i, a in enumerate(args) if type(a) is Traced and a._tape is tape])
-    node = Node(next_index(), ans.shape, ans.dtype, prim, pack_rules(parents),
-                pack_rules([m(ans, *raw, **kwargs) for m in makers]))
-    tape._append(node)
-    return Traced(ans, tape, node)
-
-
-def record(tape: Any, prim: Primitive, ans: Any, args: Sequence[Any], raw: Sequence[Any],
-           kwargs: dict[str, Any], argnums: Sequence[int]) -> Traced:
-    """Record ``prim`` (already evaluated to ``ans``) on ``tape``, the traced
-    arguments being ``args[i]`` for ``i in argnums``. For code that builds
-    entries itself (custom rules, checkpoint); ops go through ``_apply``."""
-    if tape.record is not None:
-        return tape.record(prim, ans, args, raw, kwargs, argnums)
-    node = Node(next_index(), ans.shape, ans.dtype, prim, pack_rules([args[i]._node for i in argnums]),
-                pack_rules([prim.vjp_maker(i)(ans, *raw, **kwargs) for i in argnums]))
-    tape._append(node)
-    return Traced(ans, tape, node)
+    return tape.record(prim, ans, args, raw, kwargs, argnums)
 
 
 def top_tape(args: Sequence[Any]) -> Any:
@@ -202,35 +179,19 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
         ans = prim.wrapped(x, y, **kwargs)
     else:
         ans = prim.fun(x, y, **kwargs) if kwargs else prim.fun(x, y)
-    if tape.record is not None:
-        return tape.record(prim, ans, (a, b), (x, y), kwargs, (0, 1) if ta and tb else ((0,) if ta else (1,)))
-    table = prim.vjps
-    parents: Any  # the node and its rule, or tuples of the two (see Node)
-    vjps: Any
-    if ta and tb:
-        parents = (a._node, b._node)
-        vjps = ((table.get(0) or prim.vjp_maker(0))(ans, x, y, **kwargs),
-                (table.get(1) or prim.vjp_maker(1))(ans, x, y, **kwargs))
-    elif ta:
-        parents = a._node
-        vjps = (table.get(0) or prim.vjp_maker(0))(ans, x, y, **kwargs)
-    else:
-        parents = b._node
-        vjps = (table.get(1) or prim.vjp_maker(1))(ans, x, y, **kwargs)
-    node = Node(next_index(), ans.shape, ans.dtype, prim, parents, vjps)
-    tape._append(node)
-    return Traced(ans, tape, node)
+    return tape.record(prim, ans, (a, b), (x, y), kwargs, _BOTH if ta and tb else (_FIRST if ta else _SECOND))
+
+
+_FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)  # which operands are traced (argnums)
 
 
 def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Callable[[Any, Any], Any]:
     """A traced value's operator method for a binary primitive (``__mul__``...).
 
-    The hot case, a value of a plain tape times a constant (``x * 1.0001``),
-    is recorded inline, with no further call; everything else goes through
-    ``_apply2``. Rules and functions are looked up at call time (debug_nans
-    swaps them)."""
+    The hot case, a value of one tape and a constant (``x * 1.0001``), goes
+    straight to the tape's ``record``; everything else through ``_apply2``.
+    Rules and functions are looked up at call time (debug_nans swaps them)."""
     prim = _lookup(prim_fn)
-    argnum = 1 if reflected else 0
 
     def method(self: Traced, other: Any) -> Any:
         if type(other) is not Traced:
@@ -239,17 +200,9 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
                 tape = self._tape
                 if not tape.active:  # a stale value: plain arithmetic
                     return prim.fun(other, x) if reflected else prim.fun(x, other)
-                maker = prim.vjps.get(argnum)
-                if maker is not None and tape.record is None:
-                    if reflected:
-                        ans = prim.fun(other, x)
-                        vjp = maker(ans, other, x)
-                    else:
-                        ans = prim.fun(x, other)
-                        vjp = maker(ans, x, other)
-                    node = Node(next_index(), ans.shape, ans.dtype, prim, self._node, vjp)
-                    tape._append(node)
-                    return Traced(ans, tape, node)
+                if reflected:
+                    return tape.record(prim, prim.fun(other, x), (other, self), (other, x), _NO_KWARGS, _SECOND)
+                return tape.record(prim, prim.fun(x, other), (self, other), (x, other), _NO_KWARGS, _FIRST)
         if reflected:
             return _apply2(prim, other, self, _NO_KWARGS)
         return _apply2(prim, self, other, _NO_KWARGS)
@@ -272,13 +225,7 @@ def _apply1(prim: Primitive, a: Traced, kwargs: dict[str, Any]) -> Any:
         ans = prim.wrapped(x, **kwargs)
     else:  # (no ``**{}`` when there are no keywords: a tenth of the per-op cost)
         ans = prim.fun(x, **kwargs) if kwargs else prim.fun(x)
-    if tape.record is not None:
-        return tape.record(prim, ans, (a,), (x,), kwargs, (0,))
-    maker = prim.vjps.get(0) or prim.vjp_maker(0)
-    node = Node(next_index(), ans.shape, ans.dtype, prim, a._node,
-                maker(ans, x, **kwargs) if kwargs else maker(ans, x))
-    tape._append(node)
-    return Traced(ans, tape, node)
+    return tape.record(prim, ans, (a,), (x,), kwargs, _FIRST)
 
 
 def _unbox_stale(a: Any) -> Any:

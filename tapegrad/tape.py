@@ -12,7 +12,7 @@ import itertools
 import operator
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -178,11 +178,6 @@ class Tape:
         persistent: allow :meth:`gradient` to be called more than once.
     """
 
-    # How an op on this tape's values is recorded: None is the plain Wengert
-    # entry (residuals unboxed: plain, or traced on lower tapes); special
-    # tapes (the graph tape, forward traces) give a function instead.
-    record: Any = None
-
     def __init__(self, persistent: bool = False) -> None:
         self.persistent = persistent
         self.entries: list[Node] = []
@@ -192,6 +187,43 @@ class Tape:
         self.level = -1
         self._used = False
         self._append = self.entries.append
+
+    def record(self, prim: Any, ans: Any, args: Sequence[Any], raw: Sequence[Any], kwargs: dict[str, Any],
+               argnums: Sequence[int]) -> Traced:
+        """Log ``prim``, already evaluated to ``ans``, as one entry of this tape;
+        return ``ans`` traced on it. ``args`` are the op's arguments, ``raw``
+        the same with this tape's values unboxed, ``argnums`` the positions of
+        this tape's values among them (the entry's parents, in order).
+
+        The one place where entries are built: every op (the primitives'
+        fast paths for one and two operands included), custom rules and
+        checkpoints call it. Each kind of tape specialises it: here the rules
+        close over the unboxed arguments (plain values, or values traced on
+        lower tapes); the graph tape keeps them traced, the facade's adds
+        PyTorch's node data, a forward trace pushes tangents instead.
+        """
+        table = prim.vjps
+        # (this is the per-op cost of every traced op: the entry and the value
+        # are built field by field, as a class call costs as much as the stores)
+        node = _new_obj(Node)
+        if len(argnums) == 1:  # (one parent, the common case: no tuples, see Node)
+            i = argnums[0]
+            node.parents = args[i]._node
+            maker = table.get(i) or prim.vjp_maker(i)
+            node.vjps = maker(ans, *raw, **kwargs) if kwargs else maker(ans, *raw)
+        else:
+            node.parents = tuple([args[i]._node for i in argnums])
+            node.vjps = tuple([(table.get(i) or prim.vjp_maker(i))(ans, *raw, **kwargs) for i in argnums])
+        node.index = next_index()
+        node.shape = ans.shape
+        node.dtype = ans.dtype
+        node.prim = prim
+        self._append(node)
+        out = _new_obj(Traced)
+        out._value = ans
+        out._tape = self
+        out._node = node
+        return out
 
     # --- recording ----------------------------------------------------------
     def __enter__(self) -> Self:
@@ -375,31 +407,41 @@ class GraphTape(threading.local):
     def __init__(self) -> None:
         self.active = True
 
-    def record(self, prim: Any, ans: Any, args: Any, raw: Any, kwargs: Any, argnums: Any) -> Traced:
-        """An entry whose rules close over the *traced* arguments and output
-        (not their values), so a replay can itself be recorded.
-
-        Rules that keep the output get a twin of it with no node: the output
-        itself would make a cycle (output -> entry -> rule -> output) that
-        only the cyclic collector frees, so a graph no backward pass consumed
-        would outlive its tensors. :func:`connect_residuals` gives the twins
-        their entries before a replay that records (``create_graph``)."""
-        out = Traced(ans, self, None)
-        table = prim.vjps
-        makers = [table.get(i) or prim.vjp_maker(i) for i in argnums]
-        vjps = pack_rules([m(out, *args, **kwargs) for m in makers])
-        res = None
-        if sys.getrefcount(out) > FRESH_REFS:  # a rule keeps it
-            res = Traced(ans, self, None)
-            vjps = pack_rules([m(res, *args, **kwargs) for m in makers])
+    def record(self, prim: Any, ans: Any, args: Sequence[Any], raw: Sequence[Any], kwargs: dict[str, Any],
+               argnums: Sequence[int]) -> Traced:
+        """:meth:`Tape.record` for a graph owned by its values: the entry's
+        rules close over the *traced* arguments and output (not their values),
+        so a replay can itself be recorded (see :meth:`rules`)."""
+        out, vjps, res = self.rules(prim, ans, args, kwargs, argnums)
         out._node = node = self.node_class(next_index(), ans.shape, ans.dtype, prim,
                                            pack_rules([args[i]._node for i in argnums]), vjps)
         if res is not None:
             node.res = res
         return out
 
-    def _append(self, node: Node) -> None:
-        pass
+    def rules(self, prim: Any, ans: Any, args: Sequence[Any], kwargs: dict[str, Any],
+              argnums: Sequence[int]) -> tuple[Traced, Any, Traced | None]:
+        """The output of an entry (``ans`` traced, its node not yet set) and
+        its rules, which close over the traced arguments and output, and the
+        output's twin, if the rules keep the output.
+
+        Rules that keep the output get a twin of it with no node instead: the
+        output itself would make a cycle (output -> entry -> rule -> output)
+        that only the cyclic collector frees, so a graph no backward pass
+        consumed would outlive its tensors. :func:`connect_residuals` gives
+        the twins their entries while a replay that records (``create_graph``)
+        runs."""
+        out = _new_obj(Traced)  # (field by field: the class call costs as much as the stores)
+        out._value = ans
+        out._tape = self
+        out._node = None
+        table = prim.vjps
+        makers = [table.get(i) or prim.vjp_maker(i) for i in argnums]
+        vjps = pack_rules([m(out, *args, **kwargs) for m in makers])
+        if sys.getrefcount(out) <= FRESH_REFS:
+            return out, vjps, None
+        res = Traced(ans, self, None)
+        return out, pack_rules([m(res, *args, **kwargs) for m in makers]), res
 
     def watch(self, x: Any) -> Traced:
         """A new leaf for ``x`` (an array) on this tape."""
@@ -407,6 +449,9 @@ class GraphTape(threading.local):
 
     def __repr__(self) -> str:
         return f"<tapegrad.GraphTape {'recording' if self.active else 'paused'}>"
+
+
+_new_obj = object.__new__
 
 
 def _describe(n: Node) -> str:

@@ -84,7 +84,9 @@ elu = primitive(_elu, "elu")
 
 def _elu_rule(ans: Any, x: Any, alpha: float, from_result: bool = False) -> Any:
     neg = value(x) <= 0
-    d = ans + alpha if from_result else _w.exp(_w.where3(neg, x, 0.0)) * alpha
+    if from_result:  # (inside the rule: an op on ``ans`` here would be recorded before ``ans`` has its entry)
+        return lambda g: _w.where3(neg, g * (ans + alpha), g)
+    d = _w.exp(_w.where3(neg, x, 0.0)) * alpha
     return lambda g: _w.where3(neg, g * d, g)
 
 

@@ -23,7 +23,6 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad.numpy import wrap as _w
 from tapegrad.scipy import special as tsp
-from tapegrad.tape import FRESH_REFS, next_index, pack_rules
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _format
 from tapegrad.torch import _prims as P
@@ -46,6 +45,7 @@ from tapegrad.torch._graph import (
     tensor_hooks,
     view_of,
 )
+from tapegrad.torch._graph import record as _record
 from tapegrad.tracer import Traced, value
 
 ndarray = np.ndarray
@@ -193,70 +193,37 @@ def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None
     a = v._value
     if type(a) is Traced or not GT.active:
         return None
-    maker = prim.vjps.get(0) or prim.vjp_maker(0)
-    if rules is not None:
-        ans = prim.fun(a, s)
-    else:  # (no ``**{}``: it costs as much as the rest of the call)
-        ans = prim.fun(a, **kwargs) if kwargs else prim.fun(a)
-    if type(ans) is not ndarray and isinstance(ans, _generic):
-        ans = np.asarray(ans)
-    # the value and its entry are built field by field, not by class calls
-    # (Traced(...), FNode(...)): the calls cost as much as all the stores
-    out: Traced = _new_obj(Traced)
-    out._value = ans
-    out._tape = GT
-    res = None
     ver = x._vc.v
-    vers: tuple[int, ...] | None
-    if rules is not None:
+    ins = x if v._node.prim is None else x._vc
+    if rules is None:  # (no ``**{}``: it costs as much as the rest of the call)
+        ans = prim.fun(a, **kwargs) if kwargs else prim.fun(a)
+        out = _record(GT, prim, ans, (v,), (a,), kwargs or _NO_KW, _ARG0, None, name, ins, _LAY1,
+                        (ver,) if ver else None)
+    else:
+        ans = prim.fun(a, s)
+        maker = prim.vjps.get(0) or prim.vjp_maker(0)
         c = rules.get(s)
         # the same scalar: the same object, or an equal one that is not a
         # zero (0.0 and -0.0 are equal keys with different products); the
         # same maker (debug_nans swaps them)
-        if c is not None and c[1] is maker and (s or c[0] is s):
-            vjp = c[2]
-        else:
-            vjp = maker(out, v, s)
-            if _refcount(out) > FRESH_REFS:  # (not these four's rules: kept safe all the same)
-                res = Traced(ans, GT, None)
-                vjp = maker(res, v, s)
-            elif type(vjp) is FunctionType and not any(k.cell_contents is v for k in vjp.__closure__ or ()):
+        cached = c[2] if c is not None and c[1] is maker and (s or c[0] is s) else None
+        out = _record(GT, prim, ans, (v, s), (a, s), _NO_KW, _ARG0, cached, name, ins, _LAY_S,
+                        (ver, 0) if ver else None)
+        if cached is None:
+            vjp = out._node.vjps
+            if (type(vjp) is FunctionType and not hasattr(out._node, "res")
+                    and not any(k.cell_contents is v for k in vjp.__closure__ or ())):
                 if len(rules) >= _SCALAR_RULES_MAX:
                     rules.clear()
                 rules[s] = (s, maker, vjp)
-        lay, vers = _LAY_S, (ver, 0) if ver else None
-    else:
-        vjp = maker(out, v, **kwargs) if kwargs else maker(out, v)
-        if _refcount(out) > FRESH_REFS:  # the rule keeps the output: a twin (GraphTape.record)
-            res = Traced(ans, GT, None)
-            vjp = maker(res, v, **kwargs) if kwargs else maker(res, v)
-        lay, vers = _LAY1, (ver,) if ver else None
-    p = v._node
-    node: FNode = _new_obj(FNode)
-    node.index = next_index()
-    shape = ans.shape
-    # (an elementwise op's entry keeps its parent's shape tuple: one object
-    # less per op for the cyclic collector to walk)
-    node.shape = p.shape if shape == p.shape else shape
-    node.dtype = ans.dtype
-    node.prim = prim
-    node.parents = p
-    node.vjps = vjp
-    node.fn = name
-    node.ins = x if p.prim is None else x._vc
-    node.lay = lay
-    node.vers = vers
-    node.v = 0
-    out._node = node
-    if res is not None:
-        node.res = res
     t: Tensor = _new_obj(Tensor)
     t._value = out
     t._grad_fn = None
-    t._vc = node
+    t._vc = out._node
     return t
 
 
+_ARG0: tuple[int, ...] = (0,)
 _SCALAR_RULES_MAX = 64  # scalars remembered per operator (a loop uses a few)
 
 
@@ -283,38 +250,27 @@ def _rec2(prim: Any, a: Any, b: Any, name: str, ins: Sequence[Any]) -> Tensor | 
         y = b
     if not GT.active or not (ta or tb):
         return None
-    ans = prim.fun(x, y)
-    if type(ans) is not ndarray and isinstance(ans, _generic):
-        ans = np.asarray(ans)
-    out = Traced(ans, GT, None)
-    table = prim.vjps
-    nums = (0, 1) if ta and tb else ((0,) if ta else (1,))
-    makers = [table.get(k) or prim.vjp_maker(k) for k in nums]
-    vjps = pack_rules([m(out, a, b) for m in makers])
-    res = None
-    if _refcount(out) > FRESH_REFS:  # a rule keeps the output (y's, of x / y): a twin
-        res = Traced(ans, GT, None)
-        vjps = pack_rules([m(res, a, b) for m in makers])
     if ta and tb:
-        parents: Any = (a._node, b._node)
-        lay = _LAY2
+        nums, lay = _ARGS01, _LAY2
     elif ta:
-        parents, lay = a._node, _LAY_S
+        nums, lay = _ARG0, _LAY_S
     else:
-        parents, lay = b._node, _LAY_B
+        nums, lay = _ARG1, _LAY_B
     x0, x1 = ins
     vers = None
     if x0._vc.v or (x1 is not None and x1._vc.v):
         vers = (x0._vc.v, 0 if x1 is None else x1._vc.v)
     kept = (held(x0), None if x1 is None else held(x1))
-    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, parents, vjps, name, kept, lay, vers)
-    if res is not None:
-        node.res = res
-    t: Tensor = object.__new__(Tensor)
+    out = _record(GT, prim, prim.fun(x, y), (a, b), (x, y), _NO_KW, nums, None, name, kept, lay, vers)
+    t: Tensor = _new_obj(Tensor)
     t._value = out
     t._grad_fn = None
-    t._vc = node
+    t._vc = out._node
     return t
+
+
+_ARG1: tuple[int, ...] = (1,)
+_ARGS01: tuple[int, ...] = (0, 1)
 
 
 def _rec(prim: Any, vals: Sequence[Any], name: str, ins: Sequence[Any], pos: Sequence[Any],
@@ -327,7 +283,6 @@ def _rec(prim: Any, vals: Sequence[Any], name: str, ins: Sequence[Any], pos: Seq
     if not GT.active:
         return None
     raw: list[Any] = []
-    parents: list[Any] = []
     nums: list[int] = []  # the positions in vals of the traced values, in parents' order
     for v in vals:
         if type(v) is Traced:
@@ -335,24 +290,13 @@ def _rec(prim: Any, vals: Sequence[Any], name: str, ins: Sequence[Any], pos: Seq
             if v._tape is not GT or type(a) is Traced:
                 return None
             nums.append(len(raw))
-            parents.append(v._node)
             raw.append(a)
         else:
             raw.append(v)
-    if not parents:
+    if not nums:
         return None
     kw = kwargs or _NO_KW
     ans = prim.fun(*raw, **kw)
-    if type(ans) is not ndarray and isinstance(ans, _generic):
-        ans = np.asarray(ans)
-    out = Traced(ans, GT, None)
-    table = prim.vjps
-    makers = [table.get(i) or prim.vjp_maker(i) for i in nums]
-    vjps = pack_rules([m(out, *vals, **kw) for m in makers])
-    res = None
-    if _refcount(out) > FRESH_REFS:  # a rule keeps the output: a twin (GraphTape.record)
-        res = Traced(ans, GT, None)
-        vjps = pack_rules([m(res, *vals, **kw) for m in makers])
     lay = tuple([None if j is None or (j if type(j) is int else j[1]) not in nums
                  else nums.index(j) if type(j) is int else (j[0], nums.index(j[1])) for j in pos])
     vers = None
@@ -364,14 +308,11 @@ def _rec(prim: Any, vals: Sequence[Any], name: str, ins: Sequence[Any], pos: Seq
         if vers is None and x._vc.v:
             vers = tuple([0 if y is None else y._vc.v for y in ins])
         kept.append(held(x))
-    out._node = node = FNode(next_index(), ans.shape, ans.dtype, prim, pack_rules(parents), vjps, name,
-                             tuple(kept), lay, vers)
-    if res is not None:
-        node.res = res
-    t: Tensor = object.__new__(Tensor)
+    out = _record(GT, prim, ans, vals, raw, kw, nums, None, name, tuple(kept), lay, vers)
+    t: Tensor = _new_obj(Tensor)
     t._value = out
     t._grad_fn = None
-    t._vc = node
+    t._vc = out._node
     return t
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.primitive import Primitive, record, top_tape
+from tapegrad.primitive import Primitive, top_tape
 from tapegrad.pytree import tree_flatten, tree_unflatten
 from tapegrad.tape import Tape
 from tapegrad.tracer import Traced, value
@@ -119,7 +119,7 @@ def _apply_rule(name: str, fun: Callable[..., Any], args: tuple[Any, ...],
     prim = Primitive(fun, name)
     for i in argnums:
         prim.vjps[i] = lambda _ans, *_a, _i=i, **_k: lambda g: cotangent(_i, g)
-    traced = record(tape, prim, ans, flat, raw, {}, argnums)
+    traced = tape.record(prim, ans, flat, raw, {}, argnums)
     prim.vjps.clear()  # the entry holds the rules now: residuals go when it frees them
     return packing.unpack(traced)
 

@@ -19,13 +19,10 @@ While it is on (a process-wide switch, as PyTorch's):
 While it is off, nothing of this runs: the facade's walk reads one flag per
 backward call and recording is untouched.
 
-How recording is observed: the facade's entries (:class:`FNode`) are built
-in several places, some of them field by field with no constructor call
-(the fast paths of ``_tensor.py``). Each of them sets the entry's ``fn``
-field first, once (later writes only replace the name by its view). While
-anomaly mode is on, ``FNode.fn`` is a data descriptor that calls
-:func:`on_record` at that first write, then stores the value in the slot;
-switching the mode off puts the slot's own descriptor back.
+How recording is observed: every entry of the facade tape is built by its
+``record`` (:meth:`tapegrad.torch._graph.FacadeTape.record`), which calls
+``FacadeTape.on_record`` with the new entry when it is set: while anomaly
+mode is on, it is :func:`on_record`.
 """
 
 from __future__ import annotations
@@ -97,31 +94,6 @@ def on_record(entry: Any) -> None:
     _traces[entry] = (_forward_stack(), parent)
 
 
-class _RecordingSlot:
-    """``FNode.fn`` while anomaly mode is on: the slot's own descriptor, plus
-    a call of :func:`on_record` when the field is first written (the entry
-    is being built)."""
-
-    def __init__(self, slot: Any) -> None:
-        self.slot = slot
-
-    def __get__(self, obj: Any, cls: Any = None) -> Any:
-        if obj is None:
-            return self
-        return self.slot.__get__(obj, cls)
-
-    def __set__(self, obj: Any, val: Any) -> None:
-        try:
-            self.slot.__get__(obj, type(obj))
-        except AttributeError:  # unset: a new entry
-            on_record(obj)
-        self.slot.__set__(obj, val)
-
-    def __delete__(self, obj: Any) -> None:
-        self.slot.__delete__(obj)
-
-
-_FN_SLOT = FNode.__dict__["fn"]
 _lock = threading.Lock()
 
 
@@ -132,11 +104,10 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
         _state["enabled"] = bool(enabled)
         _state["check_nan"] = bool(check_nan)
         if enabled:
-            if FNode.__dict__["fn"] is _FN_SLOT:
-                setattr(FNode, "fn", _RecordingSlot(_FN_SLOT))  # noqa: B010  # (mypy: a slot)
+            _graph.FacadeTape.on_record = staticmethod(on_record)  # type: ignore[assignment]
             _graph.anomaly_walk = anomaly_backprop
         else:
-            setattr(FNode, "fn", _FN_SLOT)  # noqa: B010
+            _graph.FacadeTape.on_record = None
             _graph.anomaly_walk = None
 
 
@@ -145,7 +116,7 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
 
 def node_name(entry: Any) -> str:
     """The PyTorch name of the node of tape entry ``entry`` (no view is made)."""
-    fn = _FN_SLOT.__get__(entry, FNode) if type(entry) is FNode else None
+    fn = entry.fn if type(entry) is FNode else None
     if type(fn) is tuple:
         fn = fn[0]
     if isinstance(fn, Node):

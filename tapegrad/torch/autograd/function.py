@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad.primitive import Primitive
-from tapegrad.tape import next_index, pack_rules
+from tapegrad.tape import pack_rules
 from tapegrad.torch._graph import GT, FNode, Node, version_message
 from tapegrad.torch._tensor import Tensor, _edge, _new, _v
 from tapegrad.tracer import Traced, value
@@ -63,12 +63,12 @@ class _Spec:
     without a gradient. It holds nothing that holds ``ctx`` (``ctx`` is passed
     in), so ``ctx`` may keep it without a reference cycle."""
 
-    __slots__ = ("cls", "parents", "edges", "diff", "lay", "shapes", "zeros")
+    __slots__ = ("cls", "inputs", "edges", "diff", "lay", "shapes", "zeros")
 
-    def __init__(self, cls: Any, parents: Any, edges: tuple[Any, ...], diff: list[int],
+    def __init__(self, cls: Any, inputs: tuple[Traced, ...], edges: tuple[Any, ...], diff: list[int],
                  lay: tuple[int | None, ...], shapes: list[Any], zeros: dict[int, Any]) -> None:
         self.cls = cls
-        self.parents = parents
+        self.inputs = inputs
         self.edges = edges
         self.diff = diff
         self.lay = lay
@@ -116,9 +116,10 @@ class _Spec:
 
             return vjp
 
-        core = FNode(next_index(), arr.shape, arr.dtype, cls._primitive, self.parents,
-                     pack_rules([make(i) for i in self.diff]), (self.view(ctx), k), None, self.lay)
-        return core
+        inputs = self.inputs
+        out = GT.record(cls._primitive, arr, inputs, inputs, {}, range(len(inputs)),
+                        pack_rules([make(i) for i in self.diff]), (self.view(ctx), k), None, self.lay)
+        return out._node  # type: ignore[no-any-return]
 
 
 class _SavedOutput:
@@ -219,13 +220,15 @@ class Function(metaclass=_FunctionMeta):
             return outputs
         tensor_args = [(i, a) for i, a in enumerate(args) if isinstance(a, Tensor)]
         diff = [i for i, a in tensor_args if a.requires_grad]
-        parents = pack_rules([args[i]._value._node for i in diff])
+        # the entries' parents, as the tape's record takes them (values traced on it: here
+        # their nodes alone, so that the spec keeps no input array alive)
+        inputs = tuple([Traced(None, GT, args[i]._value._node) for i in diff])
         # each tensor input's parent entry (PyTorch numbers the node's outputs by them)
         lay = tuple(diff.index(i) if i in diff else None for i, _ in tensor_args)
         shapes: list[Any] = [(np.shape(value(_v(o))), np.result_type(value(_v(o)))) if isinstance(o, Tensor)
                              else None for o in outs]
         zeros = {i: (args[i].shape, args[i]._value.dtype) for i in diff}
-        spec = _Spec(cls, parents, tuple(_edge(a) for _, a in tensor_args), diff, lay, shapes, zeros)
+        spec = _Spec(cls, inputs, tuple(_edge(a) for _, a in tensor_args), diff, lay, shapes, zeros)
         node = spec.view(ctx)
         new_outs: list[Any] = []
         for k, o in enumerate(outs):
