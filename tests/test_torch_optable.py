@@ -7,7 +7,8 @@ second order) matches central differences in float64; ``tg.check_grads``
 drives the same op as a function on arrays (tensors boxed with
 ``Tensor.__tapegrad_box__``) in both modes at the row's order.
 With PyTorch (skipped without it): values, gradients (first and second
-order) and ``grad_fn`` names equal PyTorch's. A completeness test holds every
+order), ``grad_fn`` names and the names of ``grad_fn.next_functions`` equal
+PyTorch's. A completeness test holds every
 public method of ``Tensor`` (and every ``nn.functional`` function) to a row
 or to a commented exclusion.
 """
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import TorchDiff, assert_close, node_name
+from conftest import TorchDiff, assert_close, graph_chain, node_name
 from torch_optable import BUGS, ROWS, Row
 
 import tapegrad as tg
@@ -263,7 +264,7 @@ def test_rows_name_real_ops() -> None:
     row names are unique; every known bug names a row and a test."""
     names = [r.name for r in ROWS]
     assert len(names) == len(set(names))
-    tests = {"name", "backward", "double_backward", "check_grads", "torch_values", "torch_second"}
+    tests = {"name", "backward", "double_backward", "check_grads", "torch_values", "torch_second", "chain"}
     for name, bugs in BUGS.items():
         assert name in names and set(bugs) <= tests, name
     for r in ROWS:
@@ -273,3 +274,12 @@ def test_rows_name_real_ops() -> None:
             assert r.op[2:] in F.__all__, r.name
         else:
             assert r.op in _tensor_methods(), r.name
+
+
+@pytest.mark.parametrize("row", _params(ROWS, "chain"))
+def test_next_functions_as_pytorch(row: Row, torch_diff: TorchDiff) -> None:
+    """The result's grad_fn.next_functions (one level down) are named as PyTorch's."""
+    arrays = _arrays(row)
+    got = graph_chain(row.fn(tt, *_leaves(tt, arrays)), depth=1)
+    want = graph_chain(row.fn(torch_diff.real, *_leaves(torch_diff.real, arrays)), depth=1)
+    assert got[1] == want[1]
