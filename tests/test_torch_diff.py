@@ -2,21 +2,14 @@
 
 Each program runs twice, once with ``torch`` bound to real PyTorch and once
 to ``tapegrad.torch``; everything it prints (values, gradients, ``grad_fn``
-names, reprs, error messages) must be the same, object addresses aside.
+names, reprs, error messages) must be the same, object addresses aside
+(``conftest.TorchDiff.assert_same_output``).
 """
 
 from __future__ import annotations
 
-import io
-import re
-import warnings
-from contextlib import redirect_stdout
-
 import pytest
-
-import tapegrad.torch as tt
-
-real_torch = pytest.importorskip("torch")
+from conftest import TorchDiff
 
 PROGRAMS = {
     "mul_sum": """
@@ -522,30 +515,6 @@ p(torch.tensor([[1, 2]], dtype=torch.float64) / 3, torch.zeros(2, dtype=torch.fl
 }
 
 
-def _run(mod: object, src: str) -> str:
-    import sys
-
-    buf = io.StringIO()
-    saved = {k: sys.modules.get(k) for k in ("torch", "torch.func", "torch.autograd.functional")}
-    if mod is tt:  # `from torch.func import ...` inside a program must find the facade
-        sys.modules["torch"] = tt
-        sys.modules["torch.func"] = tt.func
-        sys.modules["torch.autograd.functional"] = tt.autograd.functional
-    try:
-        with redirect_stdout(buf), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            exec(src, {"torch": mod})
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
-    return re.sub(r"0x[0-9a-f]+", "0x?", buf.getvalue())
-
-
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_same_output_as_pytorch(name: str) -> None:
-    want = _run(real_torch, PROGRAMS[name])
-    got = _run(tt, PROGRAMS[name])
-    assert got == want
+def test_same_output_as_pytorch(name: str, torch_diff: TorchDiff) -> None:
+    torch_diff.assert_same_output(PROGRAMS[name])

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import assert_close
 
 import tapegrad as tg
 import tapegrad.torch as torch
@@ -346,8 +347,8 @@ def test_cross_entropy_against_hand_formula() -> None:
         F.nll_loss(x, torch.tensor([0.0, 1.0, 2.0, 3.0, 0.0], dtype=torch.float32))
 
 
-def test_losses_match_torch() -> None:
-    real = pytest.importorskip("torch")
+def test_losses_match_torch(real_torch) -> None:
+    real = real_torch
     rng = np.random.default_rng(3)
     z, t, y = rng.standard_normal((6, 5)), rng.integers(0, 5, 6), rng.standard_normal((6, 5))
     w = rng.uniform(0.5, 2.0, 5)
@@ -359,24 +360,25 @@ def test_losses_match_torch() -> None:
             kg = {k: (torch.tensor(v) if k == "weight" else v) for k, v in kw.items()}
             a = F.cross_entropy(ours, torch.tensor(t), reduction=red, **kg)
             b = real.nn.functional.cross_entropy(theirs, real.tensor(t), reduction=red, **kt)
-            assert np.allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12)
+            assert_close(a.detach().numpy(), b.detach().numpy(), f"cross_entropy {red} {kw}", rtol=1e-12, atol=1e-8)
+            assert a.grad_fn.name() == b.grad_fn.name()
             a.sum().backward()
             b.sum().backward()
-            assert np.allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12, atol=1e-15)
+            assert_close(ours.grad.numpy(), theirs.grad.numpy(), f"cross_entropy {red} {kw}", rtol=1e-12, atol=1e-15)
         a = F.mse_loss(torch.tensor(z), torch.tensor(y), reduction=red)
         b = real.nn.functional.mse_loss(real.tensor(z), real.tensor(y), reduction=red)
-        assert np.allclose(a.numpy(), b.numpy(), rtol=1e-12)
+        assert_close(a.numpy(), b.numpy(), f"mse_loss {red}", rtol=1e-12, atol=1e-8)
     z3, t3 = rng.standard_normal((3, 4, 5)), rng.integers(0, 4, (3, 5))  # classes on axis 1
     for red in ("mean", "none"):
         a = F.cross_entropy(torch.tensor(z3), torch.tensor(t3), reduction=red)
         b = real.nn.functional.cross_entropy(real.tensor(z3), real.tensor(t3), reduction=red)
-        assert np.allclose(a.numpy(), b.numpy(), rtol=1e-12)
+        assert_close(a.numpy(), b.numpy(), f"cross_entropy 3d {red}", rtol=1e-12, atol=1e-8)
     for fn in ("relu", "tanh", "sigmoid"):
-        assert np.allclose(getattr(F, fn)(torch.tensor(z)).numpy(),
-                           getattr(real.nn.functional, fn)(real.tensor(z)).numpy(), rtol=1e-12)
+        assert_close(getattr(F, fn)(torch.tensor(z)).numpy(),
+                     getattr(real.nn.functional, fn)(real.tensor(z)).numpy(), fn, rtol=1e-12, atol=1e-8)
     for fn in ("softmax", "log_softmax"):
-        assert np.allclose(getattr(F, fn)(torch.tensor(z), dim=0).numpy(),
-                           getattr(real.nn.functional, fn)(real.tensor(z), dim=0).numpy(), rtol=1e-12)
+        assert_close(getattr(F, fn)(torch.tensor(z), dim=0).numpy(),
+                     getattr(real.nn.functional, fn)(real.tensor(z), dim=0).numpy(), fn, rtol=1e-12, atol=1e-8)
 
 
 # --- optimizers by hand -------------------------------------------------------------------------
@@ -578,8 +580,8 @@ OPTIMS = [
 
 @pytest.mark.parametrize("loss_name", ["CrossEntropyLoss", "MSELoss"])
 @pytest.mark.parametrize("opt_name, kw", OPTIMS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(OPTIMS)])
-def test_loss_trajectory_matches_pytorch(opt_name, kw, loss_name) -> None:
-    real = pytest.importorskip("torch")
+def test_loss_trajectory_matches_pytorch(opt_name, kw, loss_name, real_torch) -> None:
+    real = real_torch
     rng = np.random.default_rng(0)
     X, labels, Y = rng.standard_normal((32, 8)), rng.integers(0, 3, 32), rng.standard_normal((32, 3))
     real.manual_seed(0)

@@ -5,12 +5,12 @@ reprs), against finite differences, and dropout's statistics."""
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import TorchDiff, assert_close, run_graph
 
 import tapegrad as tg
 import tapegrad.torch as torch
@@ -114,37 +114,24 @@ PROGRAMS: dict[str, tuple[Callable[..., Any], tuple[np.ndarray, ...]]] = {
 }
 
 
-def _name(fn: Any) -> str | None:
-    return None if fn is None else type(fn).__name__
+def _normal(lib: Any, out: Any) -> Any:
+    """The cotangent of an output: fixed standard-normal draws (float64)."""
+    return lib.tensor(np.random.default_rng(1).standard_normal(tuple(out.shape)))
 
 
-def _run(lib: Any, prog: Callable[..., Any], arrays: tuple[np.ndarray, ...]) -> tuple[Any, ...]:
-    """Run ``prog`` with library ``lib``: the output, its grad_fn's name and its
-    inputs' names, and the gradients of ``sum(out * u)`` (``u`` fixed) to the inputs."""
-    ins = [lib.tensor(a, requires_grad=True) for a in arrays]
-    out = prog(lib, lib.nn.functional, *ins)
-    fn = out.grad_fn
-    names = (_name(fn), [_name(f) for f, _ in fn.next_functions] if fn is not None else [])
-    u = np.random.default_rng(1).standard_normal(tuple(out.shape))
-    (out * lib.tensor(u)).sum().backward()
-    return out.detach().numpy(), names, [None if x.grad is None else x.grad.numpy() for x in ins]
+def _prog(prog: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda lib, *xs: prog(lib, lib.nn.functional, *xs)
 
 
 @pytest.mark.filterwarnings("ignore:size_average and reduce args will be deprecated")
 @pytest.mark.parametrize("name", list(PROGRAMS))
-def test_matches_pytorch(name: str) -> None:
+def test_matches_pytorch(name: str, torch_diff: TorchDiff) -> None:
     """Values, gradients and grad_fn names (of the output and of its inputs) agree with PyTorch's."""
-    real = pytest.importorskip("torch")
     prog, arrays = PROGRAMS[name]
-    out, names, grads = _run(torch, prog, arrays)
-    want_out, want_names, want_grads = _run(real, prog, arrays)
-    assert names == want_names
     # layer_norm, normalize, cosine_similarity: values and gradients that cancel
     # (x - mean, g / n - x (g . x) / n^3) keep PyTorch's digits to 1e-16 of the terms
-    tol = {"rtol": 1e-10, "atol": 1e-14 if name.startswith(("layer_norm", "normalize", "cosine")) else 0}
-    np.testing.assert_allclose(out, want_out, **tol)
-    for g, want in zip(grads, want_grads):
-        np.testing.assert_allclose(g, want, **tol)
+    atol = 1e-14 if name.startswith(("layer_norm", "normalize", "cosine")) else 0
+    torch_diff.assert_same_run(_prog(prog), arrays, rtol=1e-10, atol=atol, cotangent=_normal, quiet=False)
 
 
 MODULES = [
@@ -160,8 +147,8 @@ MODULES = [
 
 
 @pytest.mark.parametrize("k", range(len(MODULES)))
-def test_module_reprs_and_state_match_pytorch(k: int) -> None:
-    real = pytest.importorskip("torch")
+def test_module_reprs_and_state_match_pytorch(k: int, real_torch: Any) -> None:
+    real = real_torch
     ours, theirs = MODULES[k](nn), MODULES[k](real.nn)
     assert repr(ours) == repr(theirs)
     assert list(ours.state_dict()) == list(theirs.state_dict())
@@ -169,8 +156,8 @@ def test_module_reprs_and_state_match_pytorch(k: int) -> None:
         assert n == m and p.shape == q.shape
 
 
-def test_one_hot_and_errors_match_pytorch() -> None:
-    real = pytest.importorskip("torch")
+def test_one_hot_and_errors_match_pytorch(torch_diff: TorchDiff) -> None:
+    real = torch_diff.real
     for args in (([0, 2, 1],), ([[1], [3]], 5), (2, 4), ([], 3)):
         ours = F.one_hot(torch.tensor(args[0], dtype=torch.int64), *args[1:])
         theirs = real.nn.functional.one_hot(real.tensor(args[0], dtype=real.int64), *args[1:])
@@ -200,10 +187,7 @@ def test_one_hot_and_errors_match_pytorch() -> None:
                                                                    pos_weight=t.ones(2, requires_grad=True)),
     ]
     for call in calls:
-        with pytest.raises(Exception) as want:  # noqa: PT011  # PyTorch's error, whatever it is
-            call(real)
-        with pytest.raises(want.type, match="^" + re.escape(str(want.value)) + "$"):
-            call(torch)
+        torch_diff.assert_same_error(call)
     with pytest.warns(UserWarning, match="Using a target size"):
         F.l1_loss(torch.ones(2, 3), torch.ones(3))
 
@@ -408,22 +392,22 @@ def test_one_hot() -> None:
 
 @pytest.mark.filterwarnings("ignore:size_average and reduce args will be deprecated")
 @pytest.mark.parametrize("name", list(PROGRAMS))
-def test_float32_matches_pytorch(name: str) -> None:
+def test_float32_matches_pytorch(name: str, torch_diff: TorchDiff) -> None:
     """In float32 the results and gradients keep PyTorch's dtypes (float64
     weights included) and agree to float32 rounding."""
-    real = pytest.importorskip("torch")
     prog, arrays = PROGRAMS[name]
     arrays = tuple(a.astype(np.float32) for a in arrays)
     try:
-        want_out, _, want_grads = _run(real, prog, arrays)
+        want = run_graph(torch_diff.real, _prog(prog), arrays, cotangent=_normal, quiet=False)
     except RuntimeError:  # PyTorch refuses float64 parameters with a float32 input (LayerNorm)
         return
-    out, _, grads = _run(torch, prog, arrays)
-    assert out.dtype == want_out.dtype
-    np.testing.assert_allclose(out, want_out, rtol=1e-5, atol=1e-6)
-    for g, want in zip(grads, want_grads):
-        assert g.dtype == want.dtype
-        np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-5)
+    got = run_graph(torch, _prog(prog), arrays, cotangent=_normal, quiet=False)
+    (out,), (want_out,) = got.outputs, want.outputs
+    assert out.value.dtype == want_out.value.dtype
+    assert_close(out.value, want_out.value, "output", rtol=1e-5, atol=1e-6)
+    for g, w in zip(got.grads, want.grads, strict=True):
+        assert g.dtype == w.dtype
+        assert_close(g, w, "gradient", rtol=1e-4, atol=1e-5)
 
 
 def _net(t: Any) -> Any:
@@ -434,10 +418,10 @@ def _net(t: Any) -> Any:
 
 
 @pytest.mark.parametrize("loss_name", ["BCEWithLogitsLoss", "HuberLoss", "SmoothL1Loss", "L1Loss"])
-def test_training_trajectory_matches_pytorch(loss_name: str) -> None:
+def test_training_trajectory_matches_pytorch(loss_name: str, real_torch: Any) -> None:
     """Ordinary training code (dropout off in eval mode) runs unchanged on both
     and gives PyTorch's losses, step after step."""
-    real = pytest.importorskip("torch")
+    real = real_torch
     rng = np.random.default_rng(5)
     x, y = rng.standard_normal((32, 6)), (rng.random((32, 3)) > 0.5).astype(np.float64)
     ours, theirs = _net(torch), _net(real)

@@ -10,12 +10,12 @@ errors PyTorch raises for misuse.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import TorchDiff, assert_close, weights
 
 import tapegrad.torch as tt
 
@@ -131,52 +131,26 @@ CASES: dict[str, tuple[list[tuple[Any, str, bool]], Callable[..., Any]]] = {
 }
 
 
-def _weights(shape: tuple[int, ...]) -> np.ndarray:
-    """A fixed cotangent, different at every position."""
-    n = int(np.prod(shape))
-    return np.linspace(0.5, 2.0, n).reshape(shape) if n > 1 else np.full(shape, 1.5)
-
-
-def _run(torch: Any, inputs: list[tuple[Any, str, bool]], fn: Callable[..., Any]) -> tuple[list[Any], list[Any]]:
-    """Run program ``fn`` with module ``torch``: per output (dtype, grad_fn name,
-    values), and the inputs' gradients of a weighted sum of the outputs."""
-    ts = [torch.tensor(d, dtype=getattr(torch, dt), requires_grad=g) for d, dt, g in inputs]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        out = fn(torch, *ts)
-        outs = list(out) if isinstance(out, tuple) else [out]
-        diff = [o for o in outs if o.requires_grad]
-        if diff:
-            sum((o * torch.tensor(_weights(tuple(o.shape)), dtype=o.dtype)).sum() for o in diff).backward()
-    record = [(str(o.dtype), type(o.grad_fn).__name__ if o.grad_fn is not None else None,
-               np.array(o.detach().numpy())) for o in outs]
-    return record, [None if t.grad is None else np.array(t.grad.numpy()) for t in ts if t.requires_grad]
-
-
-def _close(got: Any, want: Any, what: str) -> None:
-    assert (got is None) == (want is None), what
-    if want is None:
-        return
-    assert got.shape == want.shape, what
-    if want.dtype.kind == "f":
-        rtol = 1e-10 if want.dtype == np.float64 else 1e-5
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-300 if rtol < 1e-6 else 1e-6, err_msg=what)
-    else:
-        np.testing.assert_array_equal(got, want, err_msg=what)
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_same_values_gradients_and_names_as_pytorch(name: str) -> None:
-    real = pytest.importorskip("torch")
+def test_same_values_gradients_and_names_as_pytorch(name: str, torch_diff: TorchDiff) -> None:
+    """Per output: dtype, grad_fn name, values; per input: the gradient of a
+    fixed weighting of the outputs."""
     inputs, fn = CASES[name]
-    want, want_grads = _run(real, inputs, fn)
-    got, got_grads = _run(tt, inputs, fn)
-    assert len(got) == len(want)
-    for k, ((dt, fn_name, v), (rdt, rname, rv)) in enumerate(zip(got, want)):
-        assert (dt, fn_name) == (rdt, rname), f"output {k}"
-        _close(v, rv, f"output {k}")
-    for k, (g, rg) in enumerate(zip(got_grads, want_grads)):
-        _close(g, rg, f"gradient of input {k}")
+    torch_diff.assert_same_run(fn, inputs, next_functions=False)
+
+
+# the facade records kron as one node over its inputs; PyTorch's composite ends in
+# ViewBackward0 <- MulBackward0 <- (ViewBackward0, ViewBackward0)
+_KRON_CHAIN = "kron's grad_fn.next_functions is (AccumulateGrad, AccumulateGrad), PyTorch's is (MulBackward0,)"
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=_KRON_CHAIN)) if n == "kron" else n
+    for n in sorted(CASES)])
+def test_next_functions_as_pytorch(name: str, torch_diff: TorchDiff) -> None:
+    """The names of each output's grad_fn.next_functions are PyTorch's too."""
+    inputs, fn = CASES[name]
+    torch_diff.assert_same_run(fn, inputs, next_functions=True)
 
 
 def _transcript(torch: Any) -> list[Any]:
@@ -190,9 +164,8 @@ def _transcript(torch: Any) -> list[Any]:
             [f.name() for f, _ in y.grad_fn.next_functions], repr(z), z._version]
 
 
-def test_reprs_versions_and_graph_as_pytorch() -> None:
-    real = pytest.importorskip("torch")
-    assert _transcript(tt) == _transcript(real)
+def test_reprs_versions_and_graph_as_pytorch(torch_diff: TorchDiff) -> None:
+    assert _transcript(tt) == _transcript(torch_diff.real)
 
 
 def _second_order(torch: Any) -> list[Any]:
@@ -207,10 +180,9 @@ def _second_order(torch: Any) -> list[Any]:
     return [g.detach().numpy(), gx.numpy(), gy.numpy()]
 
 
-def test_second_derivatives_as_pytorch() -> None:
-    real = pytest.importorskip("torch")
-    for got, want in zip(_second_order(tt), _second_order(real)):
-        np.testing.assert_allclose(got, want, rtol=1e-10)
+def test_second_derivatives_as_pytorch(torch_diff: TorchDiff) -> None:
+    for k, (got, want) in enumerate(zip(_second_order(tt), _second_order(torch_diff.real), strict=True)):
+        assert_close(got, want, f"result {k}", rtol=1e-10, atol=0)
 
 
 # --- without PyTorch: gradients against central differences ------------------------------------------
@@ -248,7 +220,7 @@ FD_CASES: dict[str, tuple[list[Any], Callable[..., Any]]] = {
 
 def _scalar(fn: Callable[..., Any], arrays: list[np.ndarray]) -> float:
     out = fn(tt, *[tt.tensor(a) for a in arrays])
-    return float((out * tt.tensor(_weights(tuple(out.shape)))).sum())
+    return float((out * tt.tensor(weights(tuple(out.shape)))).sum())
 
 
 @pytest.mark.parametrize("name", sorted(FD_CASES))
@@ -257,7 +229,7 @@ def test_gradient_matches_central_differences(name: str) -> None:
     arrays = [np.array(d, dtype=np.float64) for d in data]
     ts = [tt.tensor(a, requires_grad=True) for a in arrays]
     out = fn(tt, *ts)
-    (out * tt.tensor(_weights(tuple(out.shape)))).sum().backward()
+    (out * tt.tensor(weights(tuple(out.shape)))).sum().backward()
     eps = 1e-6
     for k, a in enumerate(arrays):
         num = np.zeros(a.shape)
@@ -345,11 +317,5 @@ def test_misuse_raises_as_pytorch_does(name: str, fn: Callable[[Any], Any], exc:
 
 
 @pytest.mark.parametrize("name, fn", [(e[0], e[1]) for e in ERRORS], ids=[e[0] for e in ERRORS])
-def test_misuse_errors_word_for_word_as_pytorch(name: str, fn: Callable[[Any], Any]) -> None:
-    real = pytest.importorskip("torch")
-    with pytest.raises(Exception) as want:
-        fn(real)
-    with pytest.raises(Exception) as got:
-        fn(tt)
-    assert type(got.value) is type(want.value)
-    assert str(got.value) == str(want.value)
+def test_misuse_errors_word_for_word_as_pytorch(name: str, fn: Callable[[Any], Any], torch_diff: TorchDiff) -> None:
+    torch_diff.assert_same_error(fn)
