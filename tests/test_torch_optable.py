@@ -207,6 +207,7 @@ _NOT_DIFFERENTIABLE = {
 }
 _NOT_AN_OP = {
     # graph and autograd control
+    "__class__",  # the class of Tensor (PyTorchNamed: it prints as torch.Tensor)
     "backward", "detach", "detach_", "register_hook", "requires_grad_", "retain_grad",
     # shape, size and metadata queries
     "dim", "ndimension", "nelement", "numel", "size", "stride", "element_size", "is_complex",
