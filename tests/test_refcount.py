@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 from optable import OPS, Case
+from torch_optable import ROWS, Row
 
 import tapegrad.numpy as tnp
 import tapegrad.torch as torch
@@ -168,6 +169,27 @@ def _facade_graph(program: Callable[[Any], Any]) -> Callable[[], tuple[list[Any]
 @pytest.mark.parametrize("name", sorted(FACADE))
 def test_facade_graph_is_freed_by_reference_counting(name: str, mode: str) -> None:
     _assert_freed(_facade_graph(FACADE[name]), mode)
+
+
+# --- every row of the facade's op table (tests/torch_optable.py) ------------------------------------
+
+
+def _row_graph(row: Row) -> Callable[[], tuple[list[Any], Any]]:
+    def make() -> tuple[list[Any], Any]:
+        rng = np.random.default_rng(2)
+        leaves = [torch.tensor(make_arg(rng), requires_grad=True) for make_arg in row.args]
+        y = row.fn(torch, *leaves)
+        return leaves, (y * y).sum()
+
+    return make
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+def test_facade_op_table_graph_is_freed_by_reference_counting(row: Row, mode: str) -> None:
+    if mode == "create_graph" and row.order < 2:
+        pytest.skip("op is only differentiable once")
+    _assert_freed(_row_graph(row), mode)
 
 
 def test_leaf_and_its_accumulate_grad_are_freed_together() -> None:
