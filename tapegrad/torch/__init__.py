@@ -17,7 +17,14 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from tapegrad.torch import _dtype, autograd, func, nn, optim  # noqa: E402, I001
+from tapegrad.torch import (  # noqa: E402, I001
+    _dtype,
+    _ops,  # noqa: I001  (installs the op table's methods on Tensor first)
+    autograd,
+    func,
+    nn,
+    optim,
+)
 from tapegrad.torch._creation import (
     BoolTensor,
     DoubleTensor,
@@ -121,35 +128,8 @@ __all__ = [
     "uint8", "vstack", "where", "zeros", "zeros_like", "nn", "optim",
 ]
 
-# the function forms of tensor methods: torch.exp(x), torch.sum(x, dim=0), ...
-_METHODS = """abs absolute acos acosh add addcdiv addcmul addmm all allclose amax amin any argmax argmin
-argsort asin asinh atan atan2 atanh bmm ceil chunk clamp clamp_max clamp_min clip clone cos cosh
-count_nonzero cumprod cumsum detach diag diagonal div divide dot equal exp exp2 expm1 flatten
-flip floor frac gather index_select isclose isfinite isinf isnan lerp log log10 log1p log2
-log_softmax logical_and logical_not logical_or logsumexp masked_fill matmul maximum mean minimum mm
-movedim mul multiply mv nansum narrow neg negative nonzero norm outer permute pow prod reciprocal
-relu reshape roll round rsqrt select sigmoid sign sin sinh softmax sort split sqrt square squeeze
-std sub subtract sum swapaxes t tan tanh topk trace transpose tril triu true_divide trunc unbind
-unflatten unsqueeze var
-aminmax cross diff erf fmod hypot index_add index_fill kron logaddexp logcumsumexp logit masked_select
-moveaxis nan_to_num remainder repeat_interleave scatter scatter_add sinc take tile xlogy""".split()
-
-
-def _function_form(name: str) -> Any:
-    method = getattr(Tensor, name)
-
-    def fn(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
-        if not isinstance(input, Tensor):
-            input = tensor(input)  # noqa: A001
-        return method(input, *args, **kwargs)
-
-    fn.__name__ = name
-    fn.__doc__ = f"``torch.{name}(input, ...)``: the same as ``input.{name}(...)``."
-    return fn
-
-
-for _n in _METHODS:
-    globals()[_n] = _function_form(_n)
+# the function forms of tensor methods: torch.exp(x), torch.sum(x, dim=0), ... (the op table's rows)
+globals().update(_ops.FUNCTIONS)
 
 
 def max(input: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:  # noqa: A001, A002

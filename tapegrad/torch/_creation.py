@@ -13,7 +13,8 @@ import tapegrad.numpy as tnp
 from tapegrad.numpy import wrap as _w
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._graph import GT, SCALAR_TYPE, bump
-from tapegrad.torch._tensor import Tensor, _new, _promote, _result, _shape_arg, _v
+from tapegrad.torch._promote import _promote, _shape_arg
+from tapegrad.torch._tensor import Tensor, _new, _result, _v
 from tapegrad.tracer import Traced, value
 
 _state: dict[str, Any] = {"rng": np.random.default_rng()}

@@ -264,17 +264,20 @@ class AccumulateGrad(Node):
         return f"<AccumulateGrad object at {hex(id(self))}>"
 
 
+# Prim name -> node name for tape entries no facade op made (``create_graph``):
+# the op table's rows (``_ops.py``) register theirs with ``register_core_name``;
+# these are the entries no row names.
 _CORE_NAMES = {
-    "add": "AddBackward0", "subtract": "SubBackward0", "multiply": "MulBackward0",
-    "divide": "DivBackward0", "negative": "NegBackward0", "power": "PowBackward1",
-    "sum": "SumBackward1", "sum_to": "SumToSizeBackward0", "broadcast_to": "ExpandBackward0",
-    "reshape": "ViewBackward0", "transpose": "PermuteBackward0", "matmul": "MmBackward0",
+    "power": "PowBackward1", "sum": "SumBackward1", "sum_to": "SumToSizeBackward0",
     "getitem": "IndexBackward0", "index_add": "IndexPutBackward0", "setitem": "CopySlices",
     "cast": "ToCopyBackward0", "astype": "ToCopyBackward0", "concatenate": "CatBackward0",
-    "where": "WhereBackward0", "copy": "CloneBackward0", "max": "MaxBackward1",
-    "min": "MinBackward1", "clip": "ClampBackward1", "logsumexp": "LogsumexpBackward0",
-    "absolute": "AbsBackward0", "log1p": "Log1PBackward0", "expm1": "Expm1Backward0",
+    "where": "WhereBackward0",
 }
+
+
+def register_core_name(prim: str, node: str) -> None:
+    """Name the entries of primitive ``prim`` ``node`` (an op table row's names)."""
+    _CORE_NAMES.setdefault(prim, node)
 
 
 def core_name(prim: Any) -> str:

@@ -34,7 +34,8 @@ from tapegrad.scipy.special import erf
 from tapegrad.torch import _prims as P
 from tapegrad.torch._creation import _rng, broadcast_tensors
 from tapegrad.torch._graph import GT
-from tapegrad.torch._tensor import Tensor, _new, _promote, _rec, _rec1, _result
+from tapegrad.torch._promote import _promote
+from tapegrad.torch._tensor import Tensor, _new, _rec, _rec1, _result
 from tapegrad.tracer import value
 
 __all__ = [

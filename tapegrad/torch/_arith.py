@@ -1,0 +1,353 @@
+"""Tensor's arithmetic: the operators, comparisons, named arithmetic, matmul.
+
+Import direction: this module imports ``_tensor`` (and ``_promote``) and
+defines :class:`ArithOps`, whose methods the op table (``_ops.py``) installs
+on ``Tensor``; ``_tensor.py`` never imports it.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tapegrad.numpy import wrap as _w
+from tapegrad.torch._graph import (
+    SCALAR_TYPE,
+)
+from tapegrad.torch._promote import _promote, _scalar_operand
+from tapegrad.torch._tensor import (
+    _ADD,
+    _DIV,
+    _MATMUL,
+    _MUL,
+    _SUB,
+    Tensor,
+    _new,
+    _operator,
+    _rec2,
+    _renamed,
+    _result,
+    _v,
+)
+from tapegrad.tracer import value
+
+ndarray = np.ndarray
+_generic = np.generic
+
+if TYPE_CHECKING:
+    _Base = Tensor
+else:
+    _Base = object
+
+
+def _check_bool_sub(x: Tensor, other: Any) -> None:
+    """PyTorch refuses ``-`` with a bool operand (a tensor, or a Python bool)."""
+    x_bool = x._value.dtype == np.bool_
+    o_bool = isinstance(other, builtins.bool) or (isinstance(other, Tensor) and other._value.dtype == np.bool_)
+    if x_bool and o_bool and isinstance(other, Tensor):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if x_bool or o_bool:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                           "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+
+def _operands(self: Tensor, other: Any, div: bool = False) -> tuple[Any, Any, Any]:
+    a = self._value
+    if isinstance(other, Tensor):
+        b = other._value
+        if div or a.dtype != b.dtype:
+            a, b = _promote(a, b, div)
+        return a, b, other
+    if isinstance(other, (ndarray, _generic)):
+        b = np.asarray(other)
+        if div or a.dtype != b.dtype:
+            a, b = _promote(a, b, div)
+        return a, b, None
+    if type(other) is not builtins.float or a.dtype.kind not in "fc":
+        a = _scalar_operand(a, other, div)
+    return a, other, None
+
+
+
+def _as_tensor(x: Any) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    from tapegrad.torch._creation import tensor
+
+    return tensor(x)
+
+
+class ArithOps(_Base):
+    """The methods this module adds to ``Tensor`` (installed by ``_ops.py``)."""
+
+    # --- arithmetic ----------------------------------------------------------------------------------
+    def _arith(self, other: Any, fn: Any, name: str, div: builtins.bool = False) -> Tensor:
+        """``fn(self, other)`` with PyTorch's promotion, named ``name``."""
+        if fn is _w.subtract:
+            _check_bool_sub(self, other)
+        a, b, o = _operands(self, other, div)
+        t = _rec2(fn.primitive, a, b, name, (self, o))
+        if t is not None:
+            return t
+        return _result(fn(a, b), name, (self, o))
+
+    # A float tensor and a Python float (x * 1.0001) need no promotion: the
+    # operators try _rec1 first, before _arith's general path.
+    __add__ = __radd__ = _operator(_ADD, "AddBackward0")
+    __sub__ = _operator(_SUB, "SubBackward0")
+
+    def __rsub__(self, other: Any) -> Tensor:
+        _check_bool_sub(self, other)
+        a, b, o = _operands(self, other)
+        return _result(_w.subtract(b, a), "RsubBackward1", (self,))
+
+    __mul__ = __rmul__ = _operator(_MUL, "MulBackward0")
+    __truediv__ = _operator(_DIV, "DivBackward0", div=True)
+
+    def __rtruediv__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other, div=True)
+        r = _result(_w.reciprocal(a), "ReciprocalBackward0", (self,))
+        return _result(_w.multiply(r._value, b), "MulBackward0", (r, None))
+
+    def __floordiv__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other)
+        return _new(np.asarray(np.floor_divide(value(a), value(b))))
+
+    def __rfloordiv__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other)
+        return _new(np.asarray(np.floor_divide(value(b), value(a))))
+
+    def __mod__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other)
+        if o is not None:
+            return _result(_w.remainder(a, b), "RemainderBackward1", (self, o))
+        return _result(_w.remainder(a, b), "RemainderBackward0", (self,))
+
+    def __rmod__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other)
+        return _result(_w.remainder(b, a), "RemainderBackward1", (self,))
+
+    def __pow__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other)
+        if o is None:
+            return _result(_w.power(a, b), "PowBackward0", (self,))
+        return _result(_w.power(a, b), "PowBackward1", (self, o))
+
+    def __rpow__(self, other: Any) -> Tensor:
+        a, b, o = _operands(self, other)
+        return _result(_w.power(b, a), "PowBackward2", (self,))
+
+    def __matmul__(self, other: Any) -> Tensor:
+        a, b = self._value, _v(other)
+        if a.dtype != b.dtype:
+            a, b = _promote(a, b)
+        na, nb = a.ndim, b.ndim
+        if na == 1 and nb == 1:
+            name = "DotBackward0"
+        elif na == 2 and nb == 1:
+            name = "MvBackward0"
+        elif na == 2 and nb == 2:
+            name = "MmBackward0"
+        elif na == 1 and nb == 2:
+            name = "SqueezeBackward4"
+        else:
+            name = "UnsafeViewBackward0" if na >= 3 and nb <= 2 or (na >= 3 and nb >= 3) else "ExpandBackward0"
+            if na <= 2 and nb >= 3:
+                name = "UnsafeViewBackward0"
+        if isinstance(other, Tensor):
+            t = _rec2(_MATMUL, a, b, name, (self, other))
+            if t is not None:
+                return t
+        return _result(_w.matmul(a, b), name, (self, other))
+
+    def __rmatmul__(self, other: Any) -> Tensor:
+        return _as_tensor(other).__matmul__(self)
+
+    def __neg__(self) -> Tensor:
+        if self._value.dtype == np.bool_:
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                               "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+        return _result(_w.negative(self._value), "NegBackward0", (self,))
+
+    def __pos__(self) -> Tensor:
+        return self
+
+    def __abs__(self) -> Tensor:
+        return self.abs()
+
+    def __invert__(self) -> Tensor:
+        v = value(self._value)
+        return _new(np.asarray(~v if v.dtype.kind in "biu" else np.logical_not(v)))
+
+    def __and__(self, other: Any) -> Tensor:
+        return _new(np.asarray(np.bitwise_and(value(self._value), value(_v(other)))))
+
+    def __or__(self, other: Any) -> Tensor:
+        return _new(np.asarray(np.bitwise_or(value(self._value), value(_v(other)))))
+
+    def __xor__(self, other: Any) -> Tensor:
+        return _new(np.asarray(np.bitwise_xor(value(self._value), value(_v(other)))))
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def _compare(self, other: Any, fn: Any) -> Tensor:
+        return _new(np.asarray(fn(value(self._value), value(_v(other)))))
+
+    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return self._compare(other, np.equal)
+
+    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return self._compare(other, np.not_equal)
+
+    def __lt__(self, other: Any) -> Tensor:
+        return self._compare(other, np.less)
+
+    def __le__(self, other: Any) -> Tensor:
+        return self._compare(other, np.less_equal)
+
+    def __gt__(self, other: Any) -> Tensor:
+        return self._compare(other, np.greater)
+
+    def __ge__(self, other: Any) -> Tensor:
+        return self._compare(other, np.greater_equal)
+
+    def eq(self, other: Any) -> Tensor:
+        return self == other
+
+    def ne(self, other: Any) -> Tensor:
+        return self != other
+
+    def lt(self, other: Any) -> Tensor:
+        return self < other
+
+    def le(self, other: Any) -> Tensor:
+        return self <= other
+
+    def gt(self, other: Any) -> Tensor:
+        return self > other
+
+    def ge(self, other: Any) -> Tensor:
+        return self >= other
+
+    def equal(self, other: Tensor) -> builtins.bool:
+        a, b = value(self._value), value(other._value)
+        return a.shape == b.shape and builtins.bool(np.all(a == b))
+
+    def allclose(self, other: Tensor, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08, equal_nan: builtins.bool = False) -> builtins.bool:
+        return builtins.bool(np.allclose(value(self._value), value(_v(other)), rtol, atol, equal_nan))
+
+    def isclose(self, other: Tensor, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08, equal_nan: builtins.bool = False) -> Tensor:
+        return _new(np.asarray(np.isclose(value(self._value), value(_v(other)), rtol, atol, equal_nan)))
+
+    def isnan(self) -> Tensor:
+        return _new(np.asarray(np.isnan(value(self._value))))
+
+    def isinf(self) -> Tensor:
+        return _new(np.asarray(np.isinf(value(self._value))))
+
+    def isfinite(self) -> Tensor:
+        return _new(np.asarray(np.isfinite(value(self._value))))
+
+    def logical_not(self) -> Tensor:
+        return _new(np.asarray(np.logical_not(value(self._value))))
+
+    def logical_and(self, other: Any) -> Tensor:
+        return self._compare(other, np.logical_and)
+
+    def logical_or(self, other: Any) -> Tensor:
+        return self._compare(other, np.logical_or)
+
+    # named arithmetic
+    def add(self, other: Any, alpha: Any = 1) -> Tensor:
+        return self + (other * alpha if alpha != 1 else other)
+
+    def sub(self, other: Any, alpha: Any = 1) -> Tensor:
+        return self - (other * alpha if alpha != 1 else other)
+
+    subtract = sub
+
+    def mul(self, other: Any) -> Tensor:
+        return self * other
+
+    multiply = mul
+
+    def div(self, other: Any, rounding_mode: str | None = None) -> Tensor:
+        if rounding_mode is None:
+            return self / other
+        fn = np.floor_divide if rounding_mode == "floor" else (lambda a, b: np.trunc(a / b))
+        r = np.asarray(fn(value(self._value), value(_v(other))))
+        return _new(r.astype(self._value.dtype) if self._value.dtype.kind in "biu" else r)
+
+    divide = true_divide = div
+
+    def pow(self, exponent: Any) -> Tensor:
+        return self ** exponent
+
+    def neg(self) -> Tensor:
+        return -self
+
+    negative = neg
+
+    def matmul(self, other: Tensor) -> Tensor:
+        return self @ other
+
+    def mm(self, other: Tensor) -> Tensor:
+        return self @ other
+
+    def mv(self, other: Tensor) -> Tensor:
+        return self @ other
+
+    def dot(self, other: Tensor) -> Tensor:
+        return self @ other
+
+    def outer(self, other: Tensor) -> Tensor:
+        return self.reshape(-1, 1) * other
+
+    ger = outer
+
+    def bmm(self, other: Tensor) -> Tensor:
+        """Batched matrix product of two 3-D tensors (``BmmBackward0``)."""
+        if self.ndim != 3 or other.ndim != 3:
+            raise RuntimeError("batch1 must be a 3D tensor" if self.ndim != 3 else "batch2 must be a 3D tensor")
+        if self.shape[0] != other.shape[0] or self.shape[2] != other.shape[1]:
+            raise RuntimeError(
+                f"Expected size for first two dimensions of batch2 tensor to be: [{self.shape[0]}, {self.shape[2]}] "
+                f"but got: [{other.shape[0]}, {other.shape[1]}].")
+        a, b = self._value, other._value
+        if a.dtype != b.dtype:
+            raise RuntimeError(f"expected scalar type {SCALAR_TYPE[a.dtype.name]} but found "
+                               f"{SCALAR_TYPE[b.dtype.name]}")
+        return _result(_w.matmul(a, b), "BmmBackward0", (self, other))
+
+    # (added for nn.Linear) ``torch.addmm``: one node, named as PyTorch names it
+    def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """``beta * self + alpha * (mat1 @ mat2)`` as one ``AddmmBackward0`` node
+        (``self`` broadcasts; ``nn.Linear`` calls ``bias.addmm(x, weight.t())``)."""
+        a, b, s = mat1._value, mat2._value, self._value
+        if a.ndim != 2 or b.ndim != 2:
+            raise RuntimeError(f"mat1 must be a matrix, got {a.ndim}-D tensor" if a.ndim != 2
+                               else f"mat2 must be a matrix, got {b.ndim}-D tensor")
+        m = _w.matmul(a, b)
+        if alpha != 1:
+            m = _w.multiply(m, alpha)
+        if beta != 1:
+            s = _w.multiply(s, beta)
+        return _result(_w.add(m, s), "AddmmBackward0", (self, mat1, mat2))
+
+    def addcmul(self, t1: Any, t2: Any, value: Any = 1) -> Tensor:
+        r = self + t1 * t2 * value if value != 1 else self + t1 * t2
+        return _renamed(r, "AddcmulBackward0", (self, t1, t2))
+
+    def addcdiv(self, t1: Any, t2: Any, value: Any = 1) -> Tensor:
+        r = self + t1 / t2 * value if value != 1 else self + t1 / t2
+        return _renamed(r, "AddcdivBackward0", (self, t1, t2))
+
+    def lerp(self, end: Any, weight: Any) -> Tensor:
+        r = self + (end - self) * weight
+        if isinstance(weight, Tensor):
+            return _renamed(r, "LerpBackward1", (self, end, weight))
+        return _renamed(r, "LerpBackward0", (self, end))

@@ -1,0 +1,352 @@
+"""In-place ops and views: the ``*_`` methods, write-through to a view's base.
+
+``_viewed`` marks a view; ``Tensor._inplace`` runs an in-place op (recorded as
+a functional update when it must be), ``_write_back`` / ``_refresh_views``
+keep a base and its views in step. Import direction: imports ``_tensor``,
+``_promote``, ``_arith``; the op table (``_ops.py``) installs
+:class:`InplaceOps`' methods on ``Tensor``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+import tapegrad.numpy as tnp
+from tapegrad.numpy import wrap as _w
+from tapegrad.torch._arith import _check_bool_sub
+from tapegrad.torch._graph import (
+    GT,
+    FNode,
+    bump,
+    last_inplace,
+)
+from tapegrad.torch._promote import _cast
+from tapegrad.torch._tensor import (
+    LEAF_INPLACE,
+    MULTI_VIEW,
+    OVERLAP_INPLACE,
+    VIEW_LEAF_INPLACE,
+    Tensor,
+    _new,
+    _node,
+    _v,
+)
+from tapegrad.tracer import Traced, value
+
+ndarray = np.ndarray
+_generic = np.generic
+
+if TYPE_CHECKING:
+    _Base = Tensor
+else:
+    _Base = object
+
+
+def _viewed(t: Tensor, base: Tensor, kind: str, arg: Any) -> Tensor:
+    """Mark ``t`` as a view of ``base``, as PyTorch's views are: they share
+    its version counter, an in-place op on ``t`` writes through to ``base``
+    (see ``Tensor._write_back``), and a recorded in-place change of ``base``
+    is read again by ``t`` (see ``Tensor._refresh_views``).
+    ``kind`` says how ``t`` reads ``base`` (see ``_read_view``): ``"index"``
+    (``base[arg]``), ``"perm"`` (its axes permuted by ``arg``), ``"shape"``
+    (reshaped to ``arg``); ``"expand"`` (broadcast to ``arg``),
+    ``"diagonal"`` (``arg`` = (offset, dim1, dim2)) and ``"multi"`` (output
+    of an op that returns several views, ``arg`` = (op, output number, key))
+    do not write through."""
+    t._base_view = (base, kind, arg)
+    t._vc = base._vc  # one version counter for a base and all its views
+    views = base._views
+    if views is None:
+        base._views = views = _Views()
+    elif len(views) >= views.limit:  # drop the views that died, now and then
+        views[:] = [r for r in views if r() is not None]
+        views.limit = 2 * len(views) + 16
+    views.append(weakref.ref(t))
+    return t
+
+
+class _Views(list):  # type: ignore[type-arg]
+    """Weak references to the views of a tensor (see ``_viewed``)."""
+
+    limit = 16
+
+
+
+def _read_view(b: Any, kind: str, arg: Any) -> Any:
+    """The value a view of ``kind`` reads from its base's value ``b``."""
+    if kind == "index":
+        return b[arg]
+    if kind == "perm":
+        return _w.transpose(b, arg)
+    if kind == "expand":
+        return _w.broadcast_to(b, arg)
+    if kind == "diagonal":
+        return _w.diagonal(b, *arg)
+    if kind == "multi":
+        return b[arg[2]]
+    return tnp.reshape(b, arg)
+
+
+def _write_view(b: Any, new: Any, kind: str, arg: Any) -> Any:
+    """The base's value once its view (of ``kind``) holds ``new``."""
+    if kind == "index":
+        return _w.setitem(b, _w.Index(arg, b.ndim), new)
+    if kind == "perm":
+        return _w.transpose(new, tuple(np.argsort(arg)))
+    return tnp.reshape(new, b.shape)
+
+
+
+_DONE = object()  # an in-place op that already wrote into the buffer
+
+
+class InplaceOps(_Base):
+    """The methods this module adds to ``Tensor`` (installed by ``_ops.py``)."""
+
+    def _inplace_as(self, name: str, op: Callable[[Tensor], Tensor], other: Any = None) -> Tensor:
+        """Out-of-place ``op`` of this tensor written into it, as node ``name``
+        (with ``other``, when a tensor, as the op's other input)."""
+        return self._inplace(name, lambda a: op(_new(a))._value, (other,) if isinstance(other, Tensor) else ())
+
+    def scatter_(self, dim: builtins.int, index: Tensor, src: Any = None, value: Any = None, *,
+                 reduce: str | None = None) -> Tensor:
+        """In-place ``scatter``."""
+        s = value if src is None else src
+        name = "ScatterBackward0" if isinstance(s, Tensor) else "ScatterBackward1"
+        return self._inplace_as(name, lambda t: t.scatter(dim, index, s, reduce=reduce), s)
+
+    def scatter_add_(self, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
+        """In-place ``scatter_add``."""
+        return self._inplace_as("ScatterAddBackward0", lambda t: t.scatter_add(dim, index, src), src)
+
+    def index_add_(self, dim: builtins.int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+        """In-place ``index_add``."""
+        return self._inplace_as("IndexAddBackward0", lambda t: t.index_add(dim, index, source, alpha=alpha), source)
+
+    def index_fill_(self, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
+        """In-place ``index_fill``."""
+        name = "IndexFillBackward1" if isinstance(value, Tensor) else "IndexFillBackward0"
+        return self._inplace_as(name, lambda t: t.index_fill(dim, index, value), value)
+
+
+    # --- in place ----------------------------------------------------------------------------------------
+    def _inplace(self, name: str, fn: Callable[[Any], Any], others: tuple[Any, ...] = (),
+                 saves_output: builtins.bool = False) -> Tensor:
+        """Run an in-place op: recorded as a functional update when it must be
+        (the tensor now names the result), else written into the buffer.
+        ``saves_output``: PyTorch's backward of the op reads its result (``exp_``,
+        ``tanh_``...), so a later in-place change of the tensor is an error."""
+        v = self._value
+        if type(v) is Traced and v._tape is GT and GT.active and self._grad_fn is None and v._node.prim is None:
+            raise RuntimeError(LEAF_INPLACE)
+        view = self._base_view
+        if view is not None:
+            self._check_view_write(view)
+        new = fn(v)
+        if type(new) is Traced:
+            if view is not None and view[1] == "multi":
+                raise RuntimeError("A view was created in no_grad mode and is being modified inplace with grad "
+                                   f"mode enabled. {MULTI_VIEW}")
+            dt = value(v).dtype
+            if new.dtype != dt:
+                new = _cast(new, dt)
+            if new.shape != v.shape:
+                raise RuntimeError(
+                    f"output with shape {list(v.shape)} doesn't match the broadcast shape {list(new.shape)}")
+            if new._tape is GT:
+                # its own input is not the tensor any more; its output counts as
+                # saved only where PyTorch's backward reads it (our rules may keep
+                # it where PyTorch's keep the inputs: x / y)
+                self._grad_fn = _node(name, (self,) + others, new._node, new, self._vc, self._vc.v + 1,
+                                      first=False, output=saves_output, claim=True)
+                if saves_output and type(new._node) is FNode:  # checked from the entry's list, the output included
+                    new._node.ins = None
+            else:
+                self._grad_fn = None
+            self._value = new
+            self._nr = 0
+            last_inplace[self._vc] = name
+            if view is not None:
+                self._write_back(view, others)  # (the base's change counts on the shared counter)
+                return self
+            self._refresh_views()
+        elif new is not _DONE:
+            self._write(new)
+        bump(self._vc)
+        return self
+
+    def _check_view_write(self, view: Any) -> None:
+        """Raise as PyTorch does for an in-place op on this view (of a leaf
+        that requires grad, or with elements that share memory)."""
+        base, kind, arg = view
+        if kind == "expand":
+            v = value(self._value)
+            if builtins.any(st == 0 and n > 1 for st, n in zip(v.strides, v.shape)):
+                raise RuntimeError(OVERLAP_INPLACE)
+        if kind == "multi" and GT.active and self._grad_fn is not None:
+            raise RuntimeError(f"Output {arg[1]} of {arg[0]} is a view and is being modified inplace. {MULTI_VIEW}")
+        while base._base_view is not None:
+            base = base._base_view[0]
+        b = base._value
+        if type(b) is Traced and b._tape is GT and GT.active and base._grad_fn is None and b._node.prim is None:
+            raise RuntimeError(VIEW_LEAF_INPLACE)
+
+    def _refresh_views(self) -> None:
+        """After a recorded in-place change of this tensor: each of its live
+        views reads its value again (``AsStridedBackward0``), as PyTorch's
+        views see their base's storage; their own views follow."""
+        views = self._views
+        if not views:
+            return
+        for ref in views:
+            v = ref()
+            if v is None or v._base_view is None or v._base_view[0] is not self:
+                continue
+            _, kind, arg = v._base_view
+            r = _read_view(self._value, kind, arg)
+            v._value = r
+            v._nr = 0
+            if type(r) is Traced and r._tape is GT:  # (the shared counter's bump comes after)
+                v._grad_fn = _node("AsStridedBackward0", (self,), r._node, r, v._vc, v._vc.v + 1, claim=True)
+                if type(r._node) is FNode:
+                    r._node.ins = None
+            else:
+                v._grad_fn = None
+            v._refresh_views()
+
+    def _write_back(self, view: Any, others: tuple[Any, ...]) -> None:
+        """After a recorded in-place op on this view: write its new value
+        into its base (``CopySlices`` there, with the op's other inputs as
+        edges); the base's refresh reads it back (``AsStridedBackward0``)."""
+        base, kind, arg = view
+        if kind in ("expand", "diagonal", "multi"):
+            raise RuntimeError(
+                f"tapegrad.torch: an in-place operation on a {'diagonal()' if kind == 'diagonal' else 'expand()'} "
+                "view cannot write through to its base while gradients are recorded; clone() the view first, "
+                "or build the new base out of place")
+        new = self._value
+        base._inplace("CopySlices", lambda b: _write_view(b, new, kind, arg), others)
+
+    def _write(self, new: Any) -> None:
+        holder, buf = None, self._value
+        while type(buf) is Traced:
+            holder, buf = buf, buf._value
+        if type(buf) is ndarray and buf.flags.writeable:
+            np.copyto(buf, new, casting="unsafe")
+            return
+        arr = np.array(np.broadcast_to(new, np.shape(buf)), dtype=buf.dtype) if type(buf) is ndarray or isinstance(buf, _generic) else new
+        if holder is not None:
+            holder._value = arr
+        else:
+            self._value = arr
+
+    def _binary_(self, other: Any, fn: Any, name: str, div: builtins.bool = False, scalar_edge: builtins.bool = True) -> Tensor:
+        o = other if isinstance(other, Tensor) else None
+
+        def op(a: Any) -> Any:
+            b = _v(other)
+            if div and a.dtype.kind in "biu":
+                raise RuntimeError("result type Float can't be cast to the desired output type Long")
+            return fn(a, b)
+
+        return self._inplace(name, op, (o,) if (o is not None or scalar_edge) else ())
+
+    def add_(self, other: Any, alpha: Any = 1) -> Tensor:
+        return self._binary_(other * alpha if alpha != 1 else other, _w.add, "AddBackward0")
+
+    def sub_(self, other: Any, alpha: Any = 1) -> Tensor:
+        _check_bool_sub(self, other)
+        return self._binary_(other * alpha if alpha != 1 else other, _w.subtract, "SubBackward0")
+
+    def mul_(self, other: Any) -> Tensor:
+        return self._binary_(other, _w.multiply, "MulBackward0")
+
+    def div_(self, other: Any) -> Tensor:
+        return self._binary_(other, _w.divide, "DivBackward0", div=True,
+                             scalar_edge=isinstance(other, Tensor))
+
+    def pow_(self, exponent: Any) -> Tensor:
+        return self._binary_(exponent, _w.power, "PowBackward0", scalar_edge=False)
+
+    def addcmul_(self, t1: Any, t2: Any, value: Any = 1) -> Tensor:
+        prod = t1 * t2 * value if value != 1 else t1 * t2
+        return self._binary_(prod, _w.add, "AddcmulBackward0")
+
+    def addcdiv_(self, t1: Any, t2: Any, value: Any = 1) -> Tensor:
+        q = t1 / t2 * value if value != 1 else t1 / t2
+        return self._binary_(q, _w.add, "AddcdivBackward0")
+
+    def lerp_(self, end: Any, weight: Any) -> Tensor:
+        return self._binary_((end - self.detach()) * weight if not isinstance(end, Tensor) or not end.requires_grad else (end - self) * weight, _w.add, "LerpBackward0")
+
+    def neg_(self) -> Tensor:
+        return self._inplace("NegBackward0", lambda a: _w.negative(a))
+
+
+    def zero_(self) -> Tensor:
+        """Fill with zeros in place."""
+        return self._inplace("ZeroBackward0", lambda a: a * 0 if type(a) is Traced and GT.active else np.zeros_like(value(a)))  # type: ignore[operator]  # Traced's operators are installed at runtime
+
+    def fill_(self, fill: Any) -> Tensor:
+        """Fill with ``fill`` (a number or a one-element tensor) in place."""
+        f = _v(fill)
+
+        def op(a: Any) -> Any:
+            if type(f) is Traced or (type(a) is Traced and GT.active):
+                return _w.broadcast_to(_cast(tnp.asarray(f) if type(f) is Traced else np.asarray(f, value(a).dtype), value(a).dtype), a.shape) + a * 0
+            return np.full(np.shape(value(a)), value(f), dtype=value(a).dtype)
+
+        return self._inplace("FillBackward2" if not isinstance(fill, Tensor) else "FillBackward3", op,
+                             (fill,) if isinstance(fill, Tensor) else ())
+
+    def copy_(self, src: Any, non_blocking: builtins.bool = False) -> Tensor:
+        """Copy ``src`` (broadcast, cast) into this tensor in place."""
+        s = _v(src)
+
+        def op(a: Any) -> Any:
+            if type(s) is Traced or (type(a) is Traced and GT.active):
+                return _w.broadcast_to(_cast(s, value(a).dtype), a.shape) + a * 0
+            return value(s)
+
+        return self._inplace("CopyBackwards", op, (src if isinstance(src, Tensor) else None,))
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        return self._inplace("ClampBackward1", lambda a: _new(a).clamp(min, max)._value)
+
+    clip_ = clamp_
+
+    def clamp_min_(self, min: Any) -> Tensor:  # noqa: A002
+        return self._inplace("ClampMinBackward0", lambda a: _new(a).clamp(min=min)._value)
+
+    def masked_fill_(self, mask: Any, v: Any) -> Tensor:
+        return self._inplace("MaskedFillBackward0", lambda a: _new(a).masked_fill(mask, v)._value)
+
+    def normal_(self, mean: builtins.float = 0.0, std: builtins.float = 1.0, generator: Any = None) -> Tensor:
+        from tapegrad.torch._creation import _rng
+
+        return self._inplace("NormalBackward0", lambda a: _rng().normal(mean, std, a.shape))
+
+    def uniform_(self, a: builtins.float = 0.0, b: builtins.float = 1.0, generator: Any = None) -> Tensor:
+        from tapegrad.torch._creation import _rng
+
+        return self._inplace("UniformBackward0", lambda x: _rng().uniform(a, b, x.shape))
+
+    def __iadd__(self, other: Any) -> Tensor:
+        return self.add_(other)
+
+    def __isub__(self, other: Any) -> Tensor:
+        return self.sub_(other)
+
+    def __imul__(self, other: Any) -> Tensor:
+        return self.mul_(other)
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        return self.div_(other)
+
+    def __ipow__(self, other: Any) -> Tensor:
+        return self.pow_(other)

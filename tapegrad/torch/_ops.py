@@ -1,0 +1,333 @@
+"""The facade's op table: one row per ``Tensor`` op, and the step that installs them.
+
+A row names the method (and its aliases), the function that implements it (a
+primitive wrapped by :func:`unary`, or a bespoke method of one of the op
+modules), PyTorch's node name for a plain call, its in-place twin ``name_``
+(and the node name that records), and which names have a ``torch.name``
+function form. :func:`install` puts the methods, aliases and twins on
+``Tensor`` and returns the function forms (``tapegrad/torch/__init__.py``
+exports them); the rows are also the one source of the prim-to-node names
+``_graph.core_name`` uses.
+
+Import direction: ``_promote`` < ``_tensor`` < ``_arith`` < ``_inplace`` <
+``_math`` < ``_reductions`` < ``_indexing`` < ``_shape`` < ``_ops`` (each
+imports only modules to its left); ``tapegrad/torch/__init__.py`` imports this
+module, which installs everything on ``Tensor`` when it is first imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tapegrad.numpy import wrap as _w
+from tapegrad.scipy import special as tsp
+from tapegrad.torch import _graph
+from tapegrad.torch import _prims as P
+from tapegrad.torch._arith import ArithOps as A
+from tapegrad.torch._creation import tensor
+from tapegrad.torch._indexing import IndexingOps as X
+from tapegrad.torch._inplace import InplaceOps as I
+from tapegrad.torch._math import MathOps as M
+from tapegrad.torch._reductions import ReductionOps as R
+from tapegrad.torch._shape import ShapeOps as S
+from tapegrad.torch._tensor import Tensor, _new, _unary_method
+
+
+@dataclass(frozen=True)
+class Op:
+    """One facade op: see the module docstring."""
+
+    name: str
+    impl: Callable[..., Any]
+    node: str | None  # the grad_fn of a plain call on a float tensor that requires grad; None: none
+    aliases: tuple[str, ...] = ()
+    inplace: Callable[..., Any] | None = None  # the twin ``name_``
+    inplace_node: str | None = None
+    twin_aliases: tuple[str, ...] = ()  # aliases of the twin (``clip_``)
+    functions: tuple[str, ...] = ()  # the names (this and aliases) with a ``torch.name`` form
+    prim: str | None = None  # the primitive's name when one primitive makes the node
+
+    @property
+    def twin(self) -> str | None:
+        return self.name + "_" if self.inplace is not None else None
+
+
+def _functions(name: str, function: bool | str) -> tuple[str, ...]:
+    if function is True:
+        return (name,)
+    return tuple(function.split()) if function else ()
+
+
+def _unary_twin(name: str, node: str, saves_output: bool) -> Callable[[Tensor], Tensor]:
+    """The in-place twin of unary op ``name``: the op on the value, written
+    back as node ``node`` (its result saved when PyTorch's backward reads it)."""
+
+    def twin(self: Tensor) -> Tensor:
+        def op(a: Any) -> Any:
+            return getattr(_new(a), name)()._value
+
+        return self._inplace(node, op, saves_output=saves_output)
+
+    twin.__name__ = name + "_"
+    twin.__qualname__ = f"Tensor.{name}_"
+    return twin
+
+
+def unary(name: str, fn: Any, node: str, *, aliases: tuple[str, ...] = (), inplace: bool = False,
+          saves_output: bool = True, function: bool | str = True) -> Op:
+    """An elementwise op of one primitive function ``fn``; the twin (with
+    ``inplace``) records ``node`` too, its result saved when ``saves_output``
+    (PyTorch's backward of ``exp_`` reads the result, that of ``log_`` the input)."""
+    twin = _unary_twin(name, node, saves_output) if inplace else None
+    return Op(name, _unary_method(fn, node), node, aliases, twin,
+              node if inplace else None, (), _functions(name, function), fn.primitive.name)
+
+
+def op(name: str, impl: Callable[..., Any], node: str | None, *, aliases: tuple[str, ...] = (),
+       inplace: Callable[..., Any] | None = None, inplace_node: str | None = None,
+       twin_aliases: tuple[str, ...] = (), function: bool | str = True, prim: str | None = None) -> Op:
+    """An op with bespoke logic ``impl`` (a method of an op module)."""
+    return Op(name, impl, node, aliases, inplace, inplace_node, twin_aliases, _functions(name, function), prim)
+
+
+def inplace_only(name: str, impl: Callable[..., Any], node: str) -> Op:
+    """An in-place op with no out-of-place form (``zero_``, ``fill_``...)."""
+    return Op(name, impl, node)
+
+
+TABLE: tuple[Op, ...] = (
+    # --- arithmetic (the operators are ArithOps' dunders) ---
+    op("add", A.add, "AddBackward0", inplace=I.add_, inplace_node="AddBackward0", prim="add"),
+    op("sub", A.sub, "SubBackward0", aliases=("subtract",), inplace=I.sub_, inplace_node="SubBackward0",
+       function="sub subtract", prim="subtract"),
+    op("mul", A.mul, "MulBackward0", aliases=("multiply",), inplace=I.mul_, inplace_node="MulBackward0",
+       function="mul multiply", prim="multiply"),
+    op("div", A.div, "DivBackward0", aliases=("divide", "true_divide"), inplace=I.div_, inplace_node="DivBackward0",
+       function="div divide true_divide", prim="divide"),
+    op("pow", A.pow, "PowBackward0", inplace=I.pow_, inplace_node="PowBackward0"),
+    op("neg", A.neg, "NegBackward0", aliases=("negative",), inplace=I.neg_, inplace_node="NegBackward0",
+       function="neg negative", prim="negative"),
+    op("matmul", A.matmul, "MmBackward0"),
+    op("mm", A.mm, "MmBackward0", prim="matmul"),
+    op("mv", A.mv, "MvBackward0"),
+    op("dot", A.dot, "DotBackward0"),
+    op("outer", A.outer, "MulBackward0", aliases=("ger",), function="outer"),
+    op("bmm", A.bmm, "BmmBackward0"),
+    op("addmm", A.addmm, "AddmmBackward0"),
+    op("addcmul", A.addcmul, "AddcmulBackward0", inplace=I.addcmul_, inplace_node="AddcmulBackward0"),
+    op("addcdiv", A.addcdiv, "AddcdivBackward0", inplace=I.addcdiv_, inplace_node="AddcdivBackward0"),
+    op("lerp", A.lerp, "LerpBackward0", inplace=I.lerp_, inplace_node="LerpBackward0"),
+    # --- comparisons and tests (no grad_fn) ---
+    op("eq", A.eq, None, function=False),
+    op("ne", A.ne, None, function=False),
+    op("lt", A.lt, None, function=False),
+    op("le", A.le, None, function=False),
+    op("gt", A.gt, None, function=False),
+    op("ge", A.ge, None, function=False),
+    op("equal", A.equal, None),
+    op("allclose", A.allclose, None),
+    op("isclose", A.isclose, None),
+    op("isnan", A.isnan, None),
+    op("isinf", A.isinf, None),
+    op("isfinite", A.isfinite, None),
+    op("logical_not", A.logical_not, None),
+    op("logical_and", A.logical_and, None),
+    op("logical_or", A.logical_or, None),
+    # --- elementwise math: one primitive each ---
+    unary("exp", _w.exp, "ExpBackward0", inplace=True),
+    unary("exp2", _w.exp2, "Exp2Backward0"),
+    unary("expm1", _w.expm1, "Expm1Backward0"),
+    unary("log", _w.log, "LogBackward0", inplace=True, saves_output=False),
+    unary("log2", _w.log2, "Log2Backward0"),
+    unary("log10", _w.log10, "Log10Backward0"),
+    unary("log1p", _w.log1p, "Log1PBackward0"),
+    unary("sqrt", _w.sqrt, "SqrtBackward0", inplace=True),
+    unary("sin", _w.sin, "SinBackward0"),
+    unary("cos", _w.cos, "CosBackward0"),
+    unary("tan", _w.tan, "TanBackward0"),
+    unary("asin", _w.arcsin, "AsinBackward0", aliases=("arcsin",), function="asin"),
+    unary("acos", _w.arccos, "AcosBackward0", aliases=("arccos",), function="acos"),
+    unary("atan", _w.arctan, "AtanBackward0", aliases=("arctan",), function="atan"),
+    unary("sinh", _w.sinh, "SinhBackward0"),
+    unary("cosh", _w.cosh, "CoshBackward0"),
+    unary("tanh", _w.tanh, "TanhBackward0", inplace=True),
+    unary("asinh", _w.arcsinh, "AsinhBackward0"),
+    unary("acosh", _w.arccosh, "AcoshBackward0"),
+    unary("atanh", _w.arctanh, "AtanhBackward0"),
+    unary("sigmoid", P.sigmoid, "SigmoidBackward0", inplace=True),
+    unary("reciprocal", _w.reciprocal, "ReciprocalBackward0"),
+    unary("erf", tsp.erf, "ErfBackward0"),
+    unary("sinc", _w.sinc, "SincBackward0"),
+    # --- elementwise math: bespoke ---
+    op("rsqrt", M.rsqrt, "RsqrtBackward0"),
+    op("square", M.square, "PowBackward0"),
+    op("relu", M.relu, "ReluBackward0", inplace=_unary_twin("relu", "ReluBackward0", True),
+       inplace_node="ReluBackward0"),
+    op("abs", M.abs, "AbsBackward0", aliases=("absolute",), inplace=_unary_twin("abs", "AbsBackward0", False),
+       inplace_node="AbsBackward0", function="abs absolute", prim="absolute"),
+    op("sign", M.sign, "SignBackward0"),
+    op("sgn", M.sgn, "SignBackward0", function=False),
+    op("floor", M.floor, "FloorBackward0"),
+    op("ceil", M.ceil, "CeilBackward0"),
+    op("round", M.round, "RoundBackward0"),
+    op("trunc", M.trunc, "TruncBackward0"),
+    op("frac", M.frac, "FracBackward0"),
+    op("clamp", M.clamp, "ClampBackward1", aliases=("clip",), inplace=I.clamp_, inplace_node="ClampBackward1",
+       twin_aliases=("clip_",), function="clamp clip", prim="clip"),
+    op("clamp_min", M.clamp_min, "ClampMinBackward0", inplace=I.clamp_min_, inplace_node="ClampMinBackward0"),
+    op("clamp_max", M.clamp_max, "ClampMaxBackward0"),
+    op("maximum", M.maximum, "MaximumBackward0"),
+    op("minimum", M.minimum, "MinimumBackward0"),
+    op("atan2", M.atan2, "Atan2Backward0", aliases=("arctan2",), function="atan2"),
+    op("where", M.where, "WhereBackward0", function=False),
+    op("masked_fill", M.masked_fill, "MaskedFillBackward0", inplace=I.masked_fill_,
+       inplace_node="MaskedFillBackward0"),
+    op("softmax", M.softmax, "SoftmaxBackward0"),
+    op("log_softmax", M.log_softmax, "LogSoftmaxBackward0"),
+    op("logsumexp", M.logsumexp, "LogsumexpBackward0", prim="logsumexp"),
+    op("remainder", M.remainder, "RemainderBackward1"),
+    op("fmod", M.fmod, "FmodBackward1"),
+    op("hypot", M.hypot, "HypotBackward0"),
+    op("logaddexp", M.logaddexp, "LogaddexpBackward0"),
+    op("logit", M.logit, "LogitBackward0"),
+    op("nan_to_num", M.nan_to_num, "NanToNumBackward0"),
+    op("xlogy", M.xlogy, "XlogyBackward0"),
+    # --- reductions ---
+    op("sum", R.sum, "SumBackward0"),
+    op("nansum", R.nansum, "NansumBackward0"),
+    op("mean", R.mean, "MeanBackward0"),
+    op("prod", R.prod, "ProdBackward0"),
+    op("max", R.max, "MaxBackward1", function=False, prim="max"),  # torch.max / torch.min: __init__.py
+    op("min", R.min, "MinBackward1", function=False, prim="min"),
+    op("amax", R.amax, "AmaxBackward0"),
+    op("amin", R.amin, "AminBackward0"),
+    op("argmax", R.argmax, None),
+    op("argmin", R.argmin, None),
+    op("argsort", R.argsort, None),
+    op("sort", R.sort, "SortBackward0"),
+    op("topk", R.topk, "TopkBackward0"),
+    op("var", R.var, "VarBackward0"),
+    op("std", R.std, "StdBackward0"),
+    op("norm", R.norm, "LinalgVectorNormBackward0"),
+    op("all", R.all, None),
+    op("any", R.any, None),
+    op("count_nonzero", R.count_nonzero, None),
+    op("cumsum", R.cumsum, "CumsumBackward0"),
+    op("cumprod", R.cumprod, "CumprodBackward0"),
+    op("trace", R.trace, "TraceBackward0"),
+    op("diag", R.diag, "DiagBackward0"),
+    op("diagonal", R.diagonal, "DiagonalBackward0"),
+    op("triu", R.triu, "TriuBackward0"),
+    op("tril", R.tril, "TrilBackward0"),
+    op("aminmax", R.aminmax, "AminmaxBackward0"),
+    op("logcumsumexp", R.logcumsumexp, "LogcumsumexpBackward0"),
+    # --- indexing ops ---
+    op("index_select", X.index_select, "IndexSelectBackward0"),
+    op("gather", X.gather, "GatherBackward0"),
+    op("nonzero", X.nonzero, None),
+    op("take", X.take, "TakeBackward0"),
+    op("masked_select", X.masked_select, "MaskedSelectBackward0"),
+    op("scatter", X.scatter, "ScatterBackward0", inplace=I.scatter_, inplace_node="ScatterBackward0"),
+    op("scatter_add", X.scatter_add, "ScatterAddBackward0", inplace=I.scatter_add_, inplace_node="ScatterAddBackward0"),
+    op("index_add", X.index_add, "IndexAddBackward0", inplace=I.index_add_, inplace_node="IndexAddBackward0"),
+    op("index_fill", X.index_fill, "IndexFillBackward0", inplace=I.index_fill_, inplace_node="IndexFillBackward0"),
+    # --- shape ---
+    op("view", S.view, "ViewBackward0", function=False, prim="reshape"),
+    op("reshape", S.reshape, "ViewBackward0"),
+    op("view_as", S.view_as, "ViewBackward0", function=False),
+    op("reshape_as", S.reshape_as, "ViewBackward0", function=False),
+    op("flatten", S.flatten, "ViewBackward0"),
+    op("unflatten", S.unflatten, "ViewBackward0"),
+    op("ravel", S.ravel, "ViewBackward0", function=False),
+    op("t", S.t, "TBackward0"),
+    op("transpose", S.transpose, "TransposeBackward0", aliases=("swapaxes", "swapdims"), function="transpose swapaxes"),
+    op("permute", S.permute, "PermuteBackward0", prim="transpose"),
+    op("movedim", S.movedim, "PermuteBackward0", aliases=("moveaxis",), function="movedim moveaxis"),
+    op("squeeze", S.squeeze, "SqueezeBackward0"),
+    op("unsqueeze", S.unsqueeze, "UnsqueezeBackward0"),
+    op("expand", S.expand, "ExpandBackward0", function=False),
+    op("expand_as", S.expand_as, "ExpandBackward0", function=False),
+    op("broadcast_to", S.broadcast_to, "ExpandBackward0", function=False, prim="broadcast_to"),
+    op("repeat", S.repeat, "RepeatBackward0", function=False),
+    op("flip", S.flip, "FlipBackward0"),
+    op("roll", S.roll, "RollBackward0"),
+    op("unbind", S.unbind, "UnbindBackward0"),
+    op("split", S.split, "SplitBackward0"),
+    op("chunk", S.chunk, "SplitBackward0"),
+    op("narrow", S.narrow, "SliceBackward0"),
+    op("select", S.select, "SelectBackward0"),
+    op("kron", S.kron, "UnsafeViewBackward0"),
+    op("cross", S.cross, "LinalgCrossBackward0"),
+    op("repeat_interleave", S.repeat_interleave, "ViewBackward0"),
+    op("tile", S.tile, "RepeatBackward0"),
+    op("diff", S.diff, "SubBackward0"),
+    # --- class-body methods with a function form ---
+    op("clone", Tensor.clone, "CloneBackward0", prim="copy"),
+    op("detach", Tensor.detach, None),
+    # --- in place only ---
+    inplace_only("zero_", I.zero_, "ZeroBackward0"),
+    inplace_only("fill_", I.fill_, "FillBackward2"),
+    inplace_only("copy_", I.copy_, "CopyBackwards"),
+    inplace_only("normal_", I.normal_, "NormalBackward0"),
+    inplace_only("uniform_", I.uniform_, "UniformBackward0"),
+)
+
+# Methods the op modules hold that are no row: operators, helpers (installed as they are).
+HOLDERS = (A, I, M, R, X, S)
+_NOT_METHODS = frozenset({"__module__", "__doc__", "__dict__", "__weakref__", "__qualname__", "__hash__",
+                          "__annotations__", "__firstlineno__", "__static_attributes__", "__orig_bases__"})
+
+
+def _set(name: str, fn: Any) -> None:
+    if isinstance(fn, type(_set)) and fn.__qualname__.split(".")[0] in {h.__name__ for h in HOLDERS}:
+        fn.__qualname__ = f"Tensor.{fn.__name__}"
+    setattr(Tensor, name, fn)
+
+
+def install() -> dict[str, Callable[..., Any]]:
+    """Put every row's method, aliases and twin on ``Tensor`` (and the op
+    modules' operators and helpers), register the rows' prim-to-node names
+    with ``_graph``, and return the function forms, name -> function."""
+    names: set[str] = set()
+    for row in TABLE:
+        names.update((row.name, *row.aliases))
+        if row.twin is not None:
+            names.update((row.twin, *row.twin_aliases))
+    for holder in HOLDERS:
+        for name, fn in vars(holder).items():
+            if name in _NOT_METHODS:
+                continue
+            if not name.startswith("_") and name not in names:
+                raise RuntimeError(f"tapegrad.torch: {holder.__name__}.{name} has no row in the op table")
+            if name.startswith("_"):
+                _set(name, fn)
+    forms: dict[str, Callable[..., Any]] = {}
+    for row in TABLE:
+        for name in (row.name, *row.aliases):
+            _set(name, row.impl)
+        if row.inplace is not None:
+            for name in (row.name + "_", *row.twin_aliases):
+                _set(name, row.inplace)
+        if row.prim is not None and row.node is not None:
+            _graph.register_core_name(row.prim, row.node)
+        for name in row.functions:
+            forms[name] = _function_form(name)
+    return forms
+
+
+def _function_form(name: str) -> Callable[..., Any]:
+    method = getattr(Tensor, name)
+
+    def fn(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        if not isinstance(input, Tensor):
+            input = tensor(input)  # noqa: A001
+        return method(input, *args, **kwargs)
+
+    fn.__name__ = name
+    fn.__doc__ = f"``torch.{name}(input, ...)``: the same as ``input.{name}(...)``."
+    return fn
+
+
+FUNCTIONS = install()
