@@ -87,8 +87,12 @@ def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[...,
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         n = len(args)
         if n == 1:
-            if type(args[0]) is Traced:
-                return _apply1(prim, args[0], kwargs)
+            a = args[0]
+            if type(a) is Traced:
+                tape, x = a._tape, a._value
+                if tape.active and type(x) is not Traced:  # the hot case, _apply1 unrolled (-0.07 us)
+                    return tape.record(prim, fun(x, **kwargs) if kwargs else fun(x), args, (x,), kwargs, _FIRST)
+                return _apply1(prim, a, kwargs)
             return fun(*args, **kwargs)
         if n == 2:
             if type(args[0]) is Traced or type(args[1]) is Traced:
