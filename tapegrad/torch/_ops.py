@@ -26,6 +26,7 @@ from tapegrad.scipy import special as tsp
 from tapegrad.torch import _graph
 from tapegrad.torch import _prims as P
 from tapegrad.torch._arith import ArithOps as A
+from tapegrad.torch._convert import ConvertOps
 from tapegrad.torch._creation import tensor
 from tapegrad.torch._indexing import IndexingOps as X
 from tapegrad.torch._inplace import InplaceOps as I
@@ -264,7 +265,7 @@ TABLE: tuple[Op, ...] = (
     op("tile", S.tile, "RepeatBackward0"),
     op("diff", S.diff, "SubBackward0"),
     # --- class-body methods with a function form ---
-    op("clone", Tensor.clone, "CloneBackward0", prim="copy"),
+    op("clone", ConvertOps.clone, "CloneBackward0", prim="copy"),
     op("detach", Tensor.detach, None),
     # --- in place only ---
     inplace_only("zero_", I.zero_, "ZeroBackward0"),
@@ -303,6 +304,9 @@ def install() -> dict[str, Callable[..., Any]]:
                 raise RuntimeError(f"tapegrad.torch: {holder.__name__}.{name} has no row in the op table")
             if name.startswith("_"):
                 _set(name, fn)
+    for name, fn in vars(ConvertOps).items():  # (not ops: no rows; installed as they are)
+        if name not in _NOT_METHODS or (name == "__hash__" and fn is not None):
+            setattr(Tensor, name, fn)
     forms: dict[str, Callable[..., Any]] = {}
     for row in TABLE:
         for name in (row.name, *row.aliases):
