@@ -94,12 +94,20 @@ class FNode(CoreNode):
         self.v = 0
 
 
+# called with each new facade entry while anomaly mode is on (see set_on_record)
+on_record: Callable[[FNode], None] | None = None
+
+
+def set_on_record(fn: Callable[[FNode], None] | None) -> None:
+    """Have the facade's ``record`` call ``fn`` with each new entry (None: stop)."""
+    global on_record
+    on_record = fn
+
+
 class FacadeTape(GraphTape):
     """The facade's tape: a :class:`GraphTape` whose entries are :class:`FNode`."""
 
     node_class = FNode
-    # called with each new entry while anomaly mode is on (tapegrad.torch.autograd.anomaly_mode)
-    on_record: Callable[[FNode], None] | None = None
 
     def record(self, prim: Any, ans: Any, args: Sequence[Any], raw: Sequence[Any], kwargs: dict[str, Any],
                argnums: Sequence[int], vjps: Any = None, fn: Any = None, ins: Any = None, lay: Any = None,
@@ -117,7 +125,8 @@ class FacadeTape(GraphTape):
         if type(ans) is not ndarray and isinstance(ans, np.generic):
             ans = np.asarray(ans)
         res = None
-        if vjps is None and len(argnums) != 1:  # (the class's attributes, not self's: a thread-local's cost more)
+        one = len(argnums) == 1
+        if vjps is None and not one:  # (the class's attributes, not self's: a thread-local's cost more)
             out, vjps, res = GraphTape.rules(self, prim, ans, args, kwargs, argnums)
         else:
             out = _new_obj(Traced)
@@ -142,7 +151,7 @@ class FacadeTape(GraphTape):
         node.fn = fn
         node.index = next_index()
         shape = ans.shape
-        if len(argnums) == 1:
+        if one:
             node.parents = p = args[argnums[0]]._node
             # (an elementwise op's entry keeps its parent's shape tuple: one
             # object less per op for the cyclic collector to walk)
@@ -160,8 +169,8 @@ class FacadeTape(GraphTape):
         out._node = node
         if res is not None:
             node.res = res
-        if FacadeTape.on_record is not None:
-            FacadeTape.on_record(node)
+        if on_record is not None:
+            on_record(node)
         return out
 
 

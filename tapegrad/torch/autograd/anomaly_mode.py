@@ -21,7 +21,7 @@ backward call and recording is untouched.
 
 How recording is observed: every entry of the facade tape is built by its
 ``record`` (:meth:`tapegrad.torch._graph.FacadeTape.record`), which calls
-``FacadeTape.on_record`` with the new entry when it is set: while anomaly
+``tapegrad.torch._graph.on_record`` with the new entry when it is set (:func:`tapegrad.torch._graph.set_on_record`): while anomaly
 mode is on, it is :func:`on_record`.
 """
 
@@ -104,10 +104,10 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
         _state["enabled"] = bool(enabled)
         _state["check_nan"] = bool(check_nan)
         if enabled:
-            _graph.FacadeTape.on_record = staticmethod(on_record)  # type: ignore[assignment]
+            _graph.set_on_record(on_record)
             _graph.anomaly_walk = anomaly_backprop
         else:
-            _graph.FacadeTape.on_record = None
+            _graph.set_on_record(None)
             _graph.anomaly_walk = None
 
 
