@@ -418,6 +418,18 @@ def leaf_tensor(index: int) -> Any:
     return _leaves.get(index)
 
 
+class HookHandle:
+    """What ``register_hook`` returns: ``remove()`` takes the hook away."""
+
+    def __init__(self, store: list[Any], fn: Any) -> None:
+        self._store = store
+        self._fn = fn
+
+    def remove(self) -> None:
+        if self._fn in self._store:
+            self._store.remove(self._fn)
+
+
 # tensor hooks and retain_grad, by tape node (weakly: they go with the graph)
 tensor_hooks: weakref.WeakKeyDictionary[Any, list[Callable[[Any], Any]]] = weakref.WeakKeyDictionary()
 

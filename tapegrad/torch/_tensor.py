@@ -28,6 +28,7 @@ from tapegrad.torch._graph import (
     SCALAR_TYPE,
     AccumulateGrad,
     FNode,
+    HookHandle,
     VersionCounter,
     edge_of,
     held,
@@ -167,20 +168,13 @@ _DIV: Any = _w.divide.primitive  # type: ignore[attr-defined]
 _new_obj = object.__new__
 
 
-def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None = None,
-          s: Any = None, rules: dict[float, tuple[Any, ...]] | None = None) -> Tensor | None:
+def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None = None) -> Tensor | None:
     """The fast path of a one-input op: ``prim(v, **kwargs)``, ``v`` being
-    tensor ``x``'s value, recorded on the facade tape the way its ``record``
-    does it (rules close over the traced input and output), with no dispatch.
-    None when it does not apply (``v`` is not recorded on the facade tape
-    alone, or grad mode is off): the caller then takes the general path.
-
-    With ``rules`` (an operator's cache), the op is ``prim(v, s)`` instead,
-    ``s`` a Python float that needs no promotion (``x * 1.0001``). The rule
-    of the four operators that do this depends on ``s`` alone, never on the
-    tensor or the output, so the cache keeps one per scalar: a loop
-    multiplying by the same constant makes no closure per op, and the
-    cyclic collector has fewer objects to walk.
+    tensor ``x``'s value, recorded by the facade tape's ``record`` with no
+    dispatch. None when it does not apply (``v`` is not recorded on the
+    facade tape alone, or grad mode is off): the caller then takes the
+    general path. (The unary methods and the tensor-float operators unroll
+    it: see ``_unary_method`` and ``_operator``.)
     """
     if type(v) is not Traced or v._tape is not GT:
         return None
@@ -188,28 +182,10 @@ def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None
     if type(a) is Traced or not GT.active:
         return None
     ver = x._vc.v
-    ins = x if v._node.prim is None else x._vc
-    if rules is None:  # (no ``**{}``: it costs as much as the rest of the call)
-        ans = prim.fun(a, **kwargs) if kwargs else prim.fun(a)
-        out = _record(GT, prim, ans, (v,), (a,), kwargs or _NO_KW, _ARG0, None, name, ins, _LAY1,
-                        (ver,) if ver else None)
-    else:
-        ans = prim.fun(a, s)
-        maker = prim.vjps.get(0) or prim.vjp_maker(0)
-        c = rules.get(s)
-        # the same scalar: the same object, or an equal one that is not a
-        # zero (0.0 and -0.0 are equal keys with different products); the
-        # same maker (debug_nans swaps them)
-        cached = c[2] if c is not None and c[1] is maker and (s or c[0] is s) else None
-        out = _record(GT, prim, ans, (v, s), (a, s), _NO_KW, _ARG0, cached, name, ins, _LAY_S,
-                        (ver, 0) if ver else None)
-        if cached is None:
-            vjp = out._node.vjps
-            if (type(vjp) is FunctionType and not hasattr(out._node, "res")
-                    and not any(k.cell_contents is v for k in vjp.__closure__ or ())):
-                if len(rules) >= _SCALAR_RULES_MAX:
-                    rules.clear()
-                rules[s] = (s, maker, vjp)
+    vs = (v,)
+    # (no ``**{}``: it costs as much as the rest of the call)
+    out = _record(GT, prim, prim.fun(a, **kwargs) if kwargs else prim.fun(a), vs, vs, kwargs or _NO_KW,
+                  _ARG0, None, name, x if v._node.prim is None else x._vc, _LAY1, (ver,) if ver else None)
     t: Tensor = _new_obj(Tensor)
     t._value = out
     t._grad_fn = None
@@ -315,14 +291,45 @@ _NO_KW: dict[str, Any] = {}
 
 def _operator(prim: Any, name: str, div: builtins.bool = False) -> Callable[[Tensor, Any], Tensor]:
     """A binary operator method of Tensor for primitive ``prim``: the
-    tensor-and-float fast path, else ``Tensor._arith`` (promotion, the rest)."""
+    tensor-and-float fast path, else ``Tensor._arith`` (promotion, the rest).
+
+    The fast path (``x * 1.0001``: a float needs no promotion) is ``_rec1``
+    unrolled into the method (one frame less per op: -0.08 us, measured),
+    with a cache of rules: the rule of the four operators that take it
+    depends on the scalar alone, never on the tensor or the output, so the
+    cache keeps one per scalar: a loop multiplying by the same constant
+    makes no closure per op, and the cyclic collector has fewer objects to
+    walk."""
     fn = prim.wrapped
     rules: dict[float, tuple[Any, ...]] = {}
 
     def op(self: Tensor, other: Any) -> Tensor:
         if type(other) is builtins.float:
-            t = _rec1(prim, self._value, name, self, None, other, rules)
-            if t is not None:
+            v = self._value
+            if type(v) is Traced and v._tape is GT and type(v._value) is not Traced and GT.active:
+                a = v._value
+                maker = prim.vjps.get(0) or prim.vjp_maker(0)
+                c = rules.get(other)
+                # the same scalar: the same object, or an equal one that is not a
+                # zero (0.0 and -0.0 are equal keys with different products); the
+                # same maker (debug_nans swaps them)
+                cached = c[2] if c is not None and c[1] is maker and (other or c[0] is other) else None
+                ver = self._vc.v
+                vs = (v, other)
+                out = _record(GT, prim, prim.fun(a, other), vs, vs, _NO_KW, _ARG0, cached, name,
+                              self if v._node.prim is None else self._vc, _LAY_S, (ver, 0) if ver else None)
+                node = out._node
+                if cached is None:
+                    vjp = node.vjps
+                    if (type(vjp) is FunctionType and not hasattr(node, "res")
+                            and not any(k.cell_contents is v for k in vjp.__closure__ or ())):
+                        if len(rules) >= _SCALAR_RULES_MAX:
+                            rules.clear()
+                        rules[other] = (other, maker, vjp)
+                t: Tensor = _new_obj(Tensor)
+                t._value = out
+                t._grad_fn = None
+                t._vc = node
                 return t
         return self._arith(other, fn, name, div)
 
@@ -339,8 +346,18 @@ def _unary_method(fn: Any, name: str) -> Callable[[Tensor], Tensor]:
     prim = fn.primitive
 
     def op(self: Tensor) -> Tensor:
-        t = _rec1(prim, self._value, name, self)
-        if t is not None:
+        v = self._value
+        # _rec1's common case unrolled into the method: one frame less per op (-0.08 us, measured)
+        if type(v) is Traced and v._tape is GT and type(v._value) is not Traced and GT.active:
+            a = v._value
+            ver = self._vc.v
+            vs = (v,)
+            out = _record(GT, prim, prim.fun(a), vs, vs, _NO_KW, _ARG0, None, name,
+                          self if v._node.prim is None else self._vc, _LAY1, (ver,) if ver else None)
+            t: Tensor = _new_obj(Tensor)
+            t._value = out
+            t._grad_fn = None
+            t._vc = out._node
             return t
         return self._unary(fn, name)
 
@@ -384,16 +401,6 @@ def _wrap_hook(hook: Callable[[Any], Any]) -> Callable[[Any], Any]:
         return g if out is None else _v(out)
 
     return raw
-
-
-class _Handle:
-    def __init__(self, store: list[Any], fn: Any) -> None:
-        self._store = store
-        self._fn = fn
-
-    def remove(self) -> None:
-        if self._fn in self._store:
-            self._store.remove(self._fn)
 
 
 def _own(g: Any) -> Any:
@@ -663,7 +670,7 @@ class Tensor(metaclass=D.PyTorchNamed):
         retain._retain = True  # type: ignore[attr-defined]
         tensor_hooks.setdefault(self._value._node, []).append(retain)
 
-    def register_hook(self, hook: Callable[[Tensor], Any]) -> _Handle:
+    def register_hook(self, hook: Callable[[Tensor], Any]) -> HookHandle:
         """Call ``hook(grad)`` when this tensor's gradient is computed; a returned
         tensor replaces the gradient. Returns a handle with ``remove()``."""
         if not self.requires_grad:
@@ -672,7 +679,7 @@ class Tensor(metaclass=D.PyTorchNamed):
         raw = _wrap_hook(hook)
         at = next((i for i, f in enumerate(fns) if getattr(f, "_retain", False)), len(fns))
         fns.insert(at, raw)
-        return _Handle(fns, raw)
+        return HookHandle(fns, raw)
 
     def _accumulate_grad(self) -> AccumulateGrad:
         ref = self._acc
