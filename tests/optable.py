@@ -421,3 +421,91 @@ else:
         case("special_logsumexp", lambda m, x: _special(m).logsumexp(x, axis=0), R(3, 4)),
         case("special_logsumexp_b", lambda m, x, b: _special(m).logsumexp(x, axis=-1, b=b, keepdims=True), R(3, 4), P(4)),
     ]
+    OPS += [
+        case("special_softmax", lambda m, x: _special(m).softmax(x, axis=-1), R(3, 4)),
+        case("special_softmax_all", lambda m, x: _special(m).softmax(x), R(3, 4)),
+        case("special_softmax_axes", lambda m, x: _special(m).softmax(x, axis=(0, 2)), R(2, 3, 4)),
+        case("special_log_softmax", lambda m, x: _special(m).log_softmax(x, axis=0), R(3, 4)),
+        case("special_log_softmax_all", lambda m, x: _special(m).log_softmax(x), R(3, 4)),
+        case("special_log_softmax_axes", lambda m, x: _special(m).log_softmax(x, axis=(-1, 0)), R(2, 3, 4)),
+    ]
+
+
+# ==============================================================================================
+# --- tapegrad.numpy.primitives: the primitives NumPy has no name for -------------------------
+# ==============================================================================================
+
+
+class _NumpyPrimitives:
+    """NumPy forms of ``tapegrad.numpy.primitives``: the reference values of the cases below."""
+
+    @staticmethod
+    def NormalizedIndex(key: Any, ndim: int) -> Any:  # noqa: N802
+        return key
+
+    @staticmethod
+    def where_mask(mask: Any, x: Any, y: Any) -> Any:
+        return np.where(mask, x, y)
+
+    @staticmethod
+    def index_set(x: Any, key: Any, v: Any) -> Any:
+        out = np.array(x)
+        out[key] = v
+        return out
+
+    @staticmethod
+    def scatter_add(g: Any, key: Any, shape: tuple[int, ...], nbatch: int) -> Any:
+        out = np.zeros(g.shape[:nbatch] + shape, g.dtype)
+        np.add.at(out, key, g)
+        return out
+
+    @staticmethod
+    def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        return np.mean(x, axis=axis, keepdims=keepdims)
+
+    @staticmethod
+    def logsumexp(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        return np.log(np.sum(np.exp(a), axis=axis, keepdims=keepdims))
+
+    @staticmethod
+    def linear(x: Any, w: Any, b: Any) -> Any:
+        return x @ w.T + b
+
+    @staticmethod
+    def weighted_sum(x: Any, weights: Any, axis: int | None = None) -> Any:
+        return np.sum(x * weights, axis=axis)
+
+
+def _prims(m: Any) -> Any:
+    if m is np:
+        return _NumpyPrimitives
+    import tapegrad.numpy.primitives
+
+    return tapegrad.numpy.primitives
+
+
+_MASK = np.array([True, False, True, True])
+_WEIGHTS = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+
+
+def _index_set(m: Any, x: Any, v: Any) -> Any:
+    p = _prims(m)
+    return p.index_set(x, p.NormalizedIndex((slice(1, None), [0, 2]), 2), v)
+
+
+def _scatter_add(m: Any, g: Any) -> Any:
+    p = _prims(m)
+    return p.scatter_add(g, p.NormalizedIndex(([0, 2, 0],), 2), (3, 4), 0)  # row 0 twice: add.at
+
+
+OPS += [
+    case("prim_where_mask", lambda m, x, y: _prims(m).where_mask(_MASK, x, y), R(3, 4), R(3, 1)),
+    case("prim_index_set", _index_set, R(3, 4), R(2, 2)),
+    case("prim_scatter_add", _scatter_add, R(3, 4)),
+    case("prim_mean", lambda m, x: _prims(m).mean(x, (0, 2), True), R(2, 3, 4)),
+    case("prim_mean_all", lambda m, x: _prims(m).mean(x), R(3, 4)),
+    case("prim_logsumexp", lambda m, x: _prims(m).logsumexp(x, 1, True), R(3, 4)),
+    case("prim_linear", lambda m, x, w, b: _prims(m).linear(x, w, b), R(4, 3), R(5, 3), R(5)),
+    case("prim_weighted_sum", lambda m, x: _prims(m).weighted_sum(x, _WEIGHTS), R(3, 4)),
+    case("prim_weighted_sum_axis", lambda m, x: _prims(m).weighted_sum(x, _WEIGHTS, 1), R(3, 4)),
+]

@@ -4,6 +4,10 @@ Same names, signatures and results as NumPy. Called on plain arrays these
 functions return plain arrays (at close to NumPy's cost); called on traced
 values they record on the tape. Names tapegrad does not define fall through
 to NumPy (constants, dtypes, non-differentiable helpers).
+
+``tapegrad.numpy.primitives`` holds the primitives NumPy has no name for
+(``where_mask``, ``index_set``, fused ``mean`` and ``linear``...), for code
+that records operations itself, such as the PyTorch facade.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Any
 import numpy as _np
 
 from tapegrad.numpy import derived as _d
-from tapegrad.numpy import fft, linalg  # tnp.fft, tnp.linalg
+from tapegrad.numpy import fft, linalg, primitives  # tnp.fft, tnp.linalg, tnp.primitives
 from tapegrad.numpy import jvps as _jvps  # noqa: F401  (installs the forward rules)
 from tapegrad.numpy import methods as _methods
 from tapegrad.numpy import vjps as _vjps  # noqa: F401  (installs the rules)

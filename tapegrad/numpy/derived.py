@@ -16,6 +16,8 @@ import numpy as np
 
 from tapegrad.backend import array_module
 from tapegrad.numpy import wrap as w
+from tapegrad.numpy.wrap import normalize_axes, normalize_axis
+from tapegrad.numpy.wrap import reduction_size as _count
 from tapegrad.tracer import Traced, value
 
 
@@ -27,30 +29,14 @@ def _arr(a: Any) -> Any:
     return a if type(a) is Traced or hasattr(a, "ndim") else np.asarray(a)
 
 
-def normalize_axis(axis: int, ndim: int) -> int:
-    if not -ndim <= axis < builtins.max(ndim, 1):
-        raise np.exceptions.AxisError(axis, ndim)
-    return axis % ndim if ndim else 0
-
-
-def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
-    if axis is None:
-        return tuple(range(ndim))
-    if isinstance(axis, (tuple, list)):
-        return tuple(normalize_axis(a, ndim) for a in axis)
-    return (normalize_axis(axis, ndim),)
-
-
 # --- reductions --------------------------------------------------------------------------
-
-
-def _count(shape: tuple[int, ...], axis: Any) -> int:
-    return math.prod(shape[a] for a in normalize_axes(axis, len(shape)))
 
 
 def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
     if not _traced(a):
         return np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+    if dtype is None:  # one entry (the fused primitive)
+        return w.mean(a, axis, keepdims)
     s = w.sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
     return s / _count(a.shape, axis)
 
@@ -114,8 +100,7 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None
     return w.reshape_c(a, shape)
 
 
-def transpose(a: Any, axes: Any = None) -> Any:
-    return w.transpose(_arr(a), axes)
+transpose = w.transpose  # the primitive itself: NumPy's signature (array-likes too), no front-end
 
 
 def ravel(a: Any, order: str = "C") -> Any:
@@ -426,8 +411,7 @@ def einsum(*operands: Any, optimize: Any = False, **kw: Any) -> Any:
     return w.einsum_args(operands[0], *[_arr(o) for o in operands[1:]], optimize=optimize, **kw)
 
 
-def matmul(a: Any, b: Any, **kw: Any) -> Any:
-    return w.matmul(a, b, **kw)
+matmul = w.matmul  # the primitive itself: NumPy's signature, no front-end
 
 
 # --- selection and construction ---------------------------------------------------------------

@@ -121,7 +121,19 @@ def _jvp_cumsum(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any 
     return lambda t: w.cumsum(t, axis=ax)
 
 
+def _jvp_mean(ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Jvp:
+    axes, n = _neg_axes(axis, x.ndim), w.reduction_size(x.shape, axis)
+    return lambda t: w.sum(t, axis=axes, keepdims=keepdims) / n
+
+
+def _jvp_weighted_sum(ans: Any, x: Any, weights: Any, axis: int | None = None) -> Jvp:
+    axes = tuple(range(-x.ndim, 0)) if axis is None else (axis - x.ndim if axis >= 0 else axis)
+    return lambda t: w.sum(t * weights, axis=axes)
+
+
 defjvp(w.sum, _jvp_sum)
+defjvp(w.mean, _jvp_mean)
+defjvp(w.weighted_sum, _jvp_weighted_sum, None)
 defjvp(w.prod, _jvp_weighted(_prod_weights))
 defjvp(w.amax, _jvp_amax)
 defjvp(w.amin, _jvp_amax)
@@ -240,4 +252,7 @@ def _jvp_einsum(argnum: int, ans: Any, subscripts: str, *operands: Any, **kw: An
 
 
 defjvp(w.matmul, _jvp_matmul_a, _jvp_matmul_b)
+defjvp(w.linear,     lambda ans, x, wt, b: lambda t: w.matmul(t, w.transpose(wt)),
+                     lambda ans, x, wt, b: lambda t: w.matmul(x, v.swap_last(t)),
+                     lambda ans, x, wt, b: lambda t: d.expand_dims(t, -2))
 defjvp_argnum(w.einsum_args, _jvp_einsum)

@@ -290,7 +290,19 @@ def _vjp_logsumexp(ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -
     return lambda g: _unreduce(g, nd, kept) * w.exp(x - w.reshape_c(ans, kept))
 
 
+def _vjp_mean(ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Vjp:
+    shape, nd, n = x.shape, ans.ndim, w.reduction_size(x.shape, axis)
+    kept = _kept_shape(shape, axis)
+
+    def vjp(g: Any) -> Any:
+        lead = g.shape[: g.ndim - nd]
+        return w.broadcast_to(w.reshape_c(g / n, lead + kept), lead + shape)
+
+    return vjp
+
+
 defvjp(w.sum, _vjp_sum)
+defvjp(w.mean, _vjp_mean)
 defvjp(w.prod, _vjp_prod)
 defvjp(w.amax, _vjp_chooser)
 defvjp(w.amin, _vjp_chooser)
@@ -448,6 +460,25 @@ def _vjp_matmul_b(ans: Any, a: Any, b: Any, **kw: Any) -> Vjp:
 
 
 defvjp(w.matmul, _vjp_matmul_a, _vjp_matmul_b)
+
+
+def swap_last(a: Any) -> Any:
+    """``a`` with its last two axes swapped (leading batch axes kept)."""
+    return w.transpose(a) if a.ndim == 2 else d.swapaxes(a, -1, -2)
+
+
+defvjp(w.linear,     lambda ans, x, wt, b: lambda g: w.matmul(g, wt),
+                     lambda ans, x, wt, b: lambda g: w.matmul(swap_last(g), x),
+                     lambda ans, x, wt, b: lambda g: w.sum(g, axis=-2))
+
+
+def _vjp_weighted_sum(ans: Any, x: Any, weights: Any, axis: int | None = None) -> Vjp:
+    kept = tuple(1 if axis is None or i == axis else n for i, n in enumerate(x.shape))
+    nd = ans.ndim
+    return lambda g: w.reshape_c(g, g.shape[: g.ndim - nd] + kept) * weights
+
+
+defvjp(w.weighted_sum, _vjp_weighted_sum, None)
 
 
 def _einsum_letters(subscripts: str, operands: tuple[Any, ...]) -> tuple[list[str], str]:

@@ -10,6 +10,8 @@ one) are wrapped with ``nondifferentiable``: they read traced values by value.
 
 from __future__ import annotations
 
+import builtins
+import math
 from typing import Any
 
 import numpy as np
@@ -19,6 +21,30 @@ from tapegrad.primitive import broadcast_to, nondifferentiable, primitive, sum_t
 from tapegrad.tracer import Traced, value
 
 __all__ = ["broadcast_to", "sum_to"]
+
+
+# --- axes ------------------------------------------------------------------------------------
+def normalize_axis(axis: int, ndim: int) -> int:
+    """``axis`` as a non-negative index into ``ndim`` axes (NumPy's AxisError when out of range)."""
+    if not -ndim <= axis < builtins.max(ndim, 1):
+        raise np.exceptions.AxisError(axis, ndim)
+    return axis % ndim if ndim else 0
+
+
+def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    """``axis`` (None for every axis, an int, or a tuple or list of them) as a
+    tuple of non-negative indices into ``ndim`` axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        return tuple(normalize_axis(a, ndim) for a in axis)
+    return (normalize_axis(axis, ndim),)
+
+
+def reduction_size(shape: tuple[int, ...], axis: Any) -> int:
+    """How many elements a reduction over ``axis`` of an array of ``shape`` combines into each result."""
+    return math.prod(shape[a] for a in normalize_axes(axis, len(shape)))
+
 
 # --- elementwise, one argument -----------------------------------------------------
 negative = primitive(np.negative)
@@ -72,6 +98,13 @@ remainder = primitive(np.remainder)
 fmod = primitive(np.fmod)
 clip = primitive(np.clip)
 where3 = primitive(np.where, "where")
+where3.__doc__ = """``np.where(mask, x, y)``: ``x`` where ``mask`` holds, else ``y`` (broadcast).
+
+The three-argument ``where`` as one primitive (NumPy's own function on plain
+arrays, no Python front-end). ``mask`` is a constant: a boolean array or
+scalar that gets no gradient (take ``value()`` of a traced condition first;
+``tapegrad.numpy.where`` does). Its rules route the cotangent to ``x`` where
+``mask`` holds and to ``y`` elsewhere, exactly +0 on the other side."""
 
 # --- reductions and scans --------------------------------------------------------------
 def _sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
@@ -81,6 +114,19 @@ def _sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims:
 
 
 sum = primitive(_sum, "sum")  # noqa: A001
+
+
+def _mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """The mean of ``x`` over ``axis`` (None: every axis): ``sum / n`` in
+    ``x``'s dtype, as ONE tape entry where ``sum(x) / n`` records two."""
+    if type(x) is np.ndarray:  # the ufunc's reduction: np.sum's wrapper costs as much
+        s = np.add.reduce(x, axis, keepdims=keepdims)  # type: ignore[call-overload]
+    else:
+        s = array_module(x).sum(x, axis=axis, keepdims=keepdims)
+    return s / reduction_size(x.shape, axis)
+
+
+mean = primitive(_mean, "mean")
 prod = primitive(np.prod)
 amax = primitive(np.amax, "max")
 amin = primitive(np.amin, "min")
@@ -100,6 +146,11 @@ def _logsumexp(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
         out = xp.log(xp.sum(xp.exp(a - m), axis=axis, keepdims=True)) + m
     return out if keepdims else xp.squeeze(out, axis=axis)
 
+
+_logsumexp.__doc__ = """``log(sum(exp(a), axis))``, computed stably (the maximum taken out first).
+
+The primitive behind ``tapegrad.numpy.logsumexp`` (no ``b``, no
+``return_sign``): one tape entry, and its rule reuses the stable answer."""
 
 # a primitive for numerical stability: its rule reuses the stable answer
 logsumexp = primitive(_logsumexp, "logsumexp")
@@ -246,7 +297,9 @@ def _getitem(x: Any, index: Index, nb: int = 0) -> Any:
 
 
 def _index_add(g: Any, index: Index, shape: tuple[int, ...], nb: int) -> Any:
-    """Zeros of ``batch + shape`` with ``g`` added at ``index`` (the transpose of getitem)."""
+    """Zeros of ``batch + shape`` with ``g`` added at ``index`` (an :class:`Index`;
+    repeated positions accumulate): the transpose of ``x[index]``. ``g``'s
+    ``nb`` leading axes are ``batch``."""
     xp = array_module(g)
     out = xp.zeros(g.shape[:nb] + tuple(shape), dtype=g.dtype)
     view = _batched_view(out, nb)
@@ -263,6 +316,9 @@ index_add = primitive(_index_add, "index_add")
 
 
 def _setitem(x: Any, index: Index, v: Any) -> Any:
+    """A copy of ``x`` with ``v`` written at ``index`` (an :class:`Index`):
+    ``x[index] = v`` without changing ``x``. The gradient to ``x`` is zero at
+    ``index``; ``v`` gets the cotangent's entries at ``index``."""
     out = x.copy()
     out[index.key] = v
     return out
@@ -304,6 +360,34 @@ def _is_identity(m: np.ndarray) -> bool:
 
 
 matmul = primitive(_matmul, "matmul")
+
+
+def _linear(x: Any, w: Any, b: Any) -> Any:
+    """``x @ w.T + b`` with ``x`` of shape (N, in), ``w`` (out, in), ``b``
+    (out,): a dense layer as ONE tape entry (a composition records three and
+    keeps the product), the bias added in place where the dtypes allow."""
+    out = x @ w.T
+    if out.dtype == b.dtype:
+        out += b
+        return out
+    return out + b
+
+
+linear = primitive(_linear, "linear")
+
+
+def _weighted_sum(x: Any, weights: Any, axis: int | None = None) -> Any:
+    """``sum(x * weights)`` over every axis (``axis`` None) or over ``axis``,
+    as ONE tape entry. ``weights`` (of ``x``'s shape) is a constant: it gets
+    no gradient (a negative log-likelihood is this with the weights of each
+    sample at its target class and 0 elsewhere: no gather, no scatter)."""
+    prod = x * weights
+    if type(prod) is np.ndarray:
+        return np.add.reduce(prod, axis)
+    return array_module(prod).sum(prod, axis=axis)
+
+
+weighted_sum = primitive(_weighted_sum, "weighted_sum")
 
 
 def _einsum(subscripts: str, *operands: Any, **kwargs: Any) -> Any:

@@ -2,17 +2,21 @@
 
 Same names, signatures and results as SciPy. ``erf erfc gammaln digamma
 polygamma`` take their values from SciPy, imported on first use;
-``expit logit logsumexp`` are written with NumPy alone. The primitives and
-their rules are grouped here:
+``expit logit logsumexp softmax log_softmax`` are written with NumPy alone.
+The primitives and their rules are grouped here:
 
     erf'(x) = 2/sqrt(pi) exp(-x^2)      erfc' = -erf'
     gammaln' = digamma                  digamma' = polygamma(1, .)
     polygamma(n, .)' = polygamma(n + 1, .)
     expit' = expit (1 - expit)          logit'(p) = 1 / (p (1 - p))
+    softmax: s (g - sum(g s))           log_softmax: g - exp(ans) sum(g)
 
 ``expit`` is a primitive for numerical stability: it is computed as
 ``exp(-logaddexp(0, -x))`` (finite for every x, no overflow warning) and its
-rule reuses the answer. ``logsumexp`` is ``tapegrad.numpy.logsumexp``.
+rule reuses the answer. ``softmax`` and ``log_softmax`` are primitives too
+(one tape entry each, no intermediate kept; the torch facade records them
+as ``SoftmaxBackward0`` and ``LogSoftmaxBackward0``), computed from ``x``
+minus its maximum. ``logsumexp`` is ``tapegrad.numpy.logsumexp``.
 """
 
 from __future__ import annotations
@@ -21,11 +25,15 @@ import math
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
+from tapegrad.backend import array_module
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.derived import logsumexp
-from tapegrad.primitive import defvjp, primitive
+from tapegrad.primitive import defjvp, defvjp, primitive
 
-__all__ = ["digamma", "erf", "erfc", "expit", "gammaln", "logit", "logsumexp", "polygamma", "psi"]
+__all__ = ["digamma", "erf", "erfc", "expit", "gammaln", "logit", "log_softmax", "logsumexp", "polygamma", "psi",
+           "softmax"]
 
 
 def _scipy_special(name: str) -> ModuleType:
@@ -57,8 +65,6 @@ def _polygamma(n: Any, x: Any) -> Any:
 
 
 def _expit(x: Any) -> Any:
-    from tapegrad.backend import array_module
-
     xp = array_module(x)  # NumPy or CuPy: the facade's sigmoid is this primitive
     return xp.exp(-xp.logaddexp(0, -x))
 
@@ -85,3 +91,73 @@ defvjp(expit,     lambda ans, x: lambda g: g * (ans * (1 - ans)))
 def logit(p: Any) -> Any:
     """``log(p / (1 - p))``, the inverse of ``expit`` (built from ``log`` and ``log1p``)."""
     return w.log(p) - w.log1p(-p)
+
+
+# --- softmax, log_softmax ------------------------------------------------------------------------
+
+
+def _shifted(x: Any, axis: Any) -> Any:
+    """``x`` minus its maximum along ``axis`` (0 where that is not finite)."""
+    if type(x) is np.ndarray:  # the ufuncs' own reductions: fromnumeric's wrappers cost as much
+        if x.size:
+            m = np.maximum.reduce(x, axis, keepdims=True)
+            return x - np.where(np.isfinite(m), m, 0)
+        return x - 0
+    xp = array_module(x)
+    m = xp.max(x, axis=axis, keepdims=True) if x.size else xp.zeros((1,) * x.ndim, x.dtype)
+    return x - xp.where(xp.isfinite(m), m, 0)
+
+
+def _sum_kept(x: Any, axis: Any) -> Any:
+    if type(x) is np.ndarray:
+        return np.add.reduce(x, axis, keepdims=True)
+    return array_module(x).sum(x, axis=axis, keepdims=True)
+
+
+def _log_softmax(x: Any, axis: Any = None) -> Any:
+    """``x - logsumexp(x, axis, keepdims=True)``, computed stably (SciPy's ``log_softmax``)."""
+    s = _shifted(x, axis)
+    e = np.exp(s) if type(s) is np.ndarray else array_module(s).exp(s)
+    lse = _sum_kept(e, axis)
+    s -= np.log(lse) if type(lse) is np.ndarray else array_module(lse).log(lse)
+    return s
+
+
+def _softmax(x: Any, axis: Any = None) -> Any:
+    """``exp(x) / sum(exp(x), axis, keepdims=True)``, computed stably (SciPy's ``softmax``)."""
+    s = _shifted(x, axis)
+    e = np.exp(s) if type(s) is np.ndarray else array_module(s).exp(s)
+    e /= _sum_kept(e, axis)
+    return e
+
+
+log_softmax = primitive(_log_softmax, "log_softmax")
+softmax = primitive(_softmax, "softmax")
+
+
+def _from_end(axis: Any, ndim: int) -> Any:
+    """``axis`` counted from the end (rules see leading batch axes)."""
+    if isinstance(axis, int):
+        return axis - ndim if axis >= 0 else axis
+    return tuple(a - ndim for a in w.normalize_axes(axis, ndim))
+
+
+def _vjp_log_softmax(ans: Any, x: Any, axis: Any = None) -> Any:
+    ax = _from_end(axis, x.ndim)
+    return lambda g: g - w.exp(ans) * w.sum(g, axis=ax, keepdims=True)
+
+
+def _jvp_log_softmax(ans: Any, x: Any, axis: Any = None) -> Any:
+    ax = _from_end(axis, x.ndim)
+    return lambda t: t - w.sum(w.exp(ans) * t, axis=ax, keepdims=True)
+
+
+def _vjp_softmax(ans: Any, x: Any, axis: Any = None) -> Any:  # the Jacobian is symmetric: also the JVP
+    ax = _from_end(axis, x.ndim)
+    return lambda g: ans * (g - w.sum(g * ans, axis=ax, keepdims=True))
+
+
+defvjp(log_softmax, _vjp_log_softmax)
+defjvp(log_softmax, _jvp_log_softmax)
+defvjp(softmax, _vjp_softmax)
+defjvp(softmax, _vjp_softmax)

@@ -1,8 +1,9 @@
 """``torch.nn.functional``: activations, ``linear``, normalisation, dropout and losses.
 
 Each function is a tensor method, or a few ``tapegrad.numpy`` calls on the
-tensors' values (``linear``, ``nll_loss`` and the two binary cross-entropies:
-one facade primitive of ``tapegrad.torch._prims`` each) whose result gets
+tensors' values (``linear`` and ``nll_loss``: one fused primitive of
+``tapegrad.numpy.primitives`` each; the two binary cross-entropies: one
+facade primitive of ``tapegrad.torch._prims`` each) whose result gets
 the ``grad_fn`` name PyTorch gives it (``AddmmBackward0``,
 ``NllLossBackward0``, ``MseLossBackward0``, ``GeluBackward0``...), or the
 tensor methods PyTorch itself composes (``l1_loss``, ``normalize``,
@@ -28,9 +29,10 @@ from typing import Any
 
 import numpy as np
 
+import tapegrad.numpy as tnp
 from tapegrad.backend import array_module
-from tapegrad.numpy import wrap as _w
-from tapegrad.scipy.special import erf
+from tapegrad.numpy import primitives as tp
+from tapegrad.scipy.special import erf, expit
 from tapegrad.torch import _prims as P
 from tapegrad.torch._creation import _rng, broadcast_tensors
 from tapegrad.torch._graph import GT
@@ -102,7 +104,7 @@ _GELU_KAPPA = 0.044715
 
 def _gelu(a: Any, approximate: str) -> Any:
     if approximate == "tanh":
-        return 0.5 * a * (1 + _w.tanh(_GELU_BETA * (a + _GELU_KAPPA * (a * a * a))))
+        return 0.5 * a * (1 + tnp.tanh(_GELU_BETA * (a + _GELU_KAPPA * (a * a * a))))
     return a * 0.5 * (1 + erf(a * _SQRT1_2))
 
 
@@ -116,13 +118,13 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:  # noqa: A002
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """``x * sigmoid(x)`` elementwise (``SiluBackward0``)."""
-    return _activation(input, lambda a: a * P.sigmoid(a), "SiluBackward0", inplace)
+    return _activation(input, lambda a: a * expit(a), "SiluBackward0", inplace)
 
 
 def _softplus(a: Any, beta: float, threshold: float) -> Any:
     z = a * beta
     big = value(z) > threshold
-    return _w.where3(big, a, _w.log1p(_w.exp(_w.where3(big, 0.0, z))) / beta)
+    return tp.where_mask(big, a, tnp.log1p(tnp.exp(tp.where_mask(big, 0.0, z))) / beta)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
@@ -133,7 +135,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """``x * tanh(softplus(x))`` elementwise (``MishBackward0``)."""
-    return _activation(input, lambda a: a * _w.tanh(_softplus(a, 1.0, 20.0)), "MishBackward0", inplace)
+    return _activation(input, lambda a: a * tnp.tanh(_softplus(a, 1.0, 20.0)), "MishBackward0", inplace)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
@@ -147,13 +149,13 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:  # noqa: A002
     """``x`` where ``x > 0``, else ``negative_slope * x``; the gradient at 0 is
     ``negative_slope`` (``LeakyReluBackward0``; in place ``LeakyReluBackward1``)."""
-    return _activation(input, lambda a: _w.where3(value(a) > 0, a, a * negative_slope), "LeakyReluBackward0",
+    return _activation(input, lambda a: tp.where_mask(value(a) > 0, a, a * negative_slope), "LeakyReluBackward0",
                        inplace, "LeakyReluBackward1", saves_output=True)
 
 
 def _hardtanh(a: Any, lo: float, hi: float) -> Any:
     x = value(a)
-    return _w.where3((x > lo) & (x < hi), a, x.clip(lo, hi))
+    return tp.where_mask((x > lo) & (x < hi), a, x.clip(lo, hi))
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
@@ -209,12 +211,12 @@ def _addmm_t(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
     t = _rec(_LINEAR, vals, "AddmmBackward0", (bias, x, weight), _ADDMM_EDGES)
     if t is not None:
         return t
-    return _result(P.linear(*vals), "AddmmBackward0", (bias, x, weight))
+    return _result(tp.linear(*vals), "AddmmBackward0", (bias, x, weight))
 
 
 _ADDMM_EDGES = (2, 0, ("TBackward0", 1))  # bias, x, weight.t(): where each is among linear's arguments
-_LINEAR = P.linear.primitive  # type: ignore[attr-defined]
-_NLL = P.nll.primitive  # type: ignore[attr-defined]
+_LINEAR = tp.linear.primitive  # type: ignore[attr-defined]
+_NLL = tp.weighted_sum.primitive  # type: ignore[attr-defined]
 
 
 # --- dropout and normalisation ------------------------------------------------------------------
@@ -252,8 +254,8 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Ten
             raise RuntimeError(f"Expected {what} to be of same shape as normalized_shape, but got {what} of "
                                f"shape {list(t.shape)} and normalized_shape = {list(shape)}")
     axes = tuple(range(-k, 0))
-    d = input._value - P.mean(input._value, axes, True)
-    out = d * _w.reciprocal(_w.sqrt(P.mean(d * d, axes, True) + eps))
+    d = input._value - tp.mean(input._value, axes, True)
+    out = d * tnp.reciprocal(tnp.sqrt(tp.mean(d * d, axes, True) + eps))
     if weight is not None:
         out = out * weight._value
     if bias is not None:
@@ -315,9 +317,9 @@ def _reduce(loss: Any, reduction: str) -> Any:
     if isinstance(loss, Tensor):
         return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
     if reduction == "mean":
-        return _w.divide(_w.sum(loss), np.asarray(loss.size, loss.dtype))
+        return tnp.divide(tnp.sum(loss), np.asarray(loss.size, loss.dtype))
     if reduction == "sum":
-        return _w.sum(loss)
+        return tnp.sum(loss)
     return loss
 
 
@@ -333,7 +335,7 @@ def _pointwise_loss(input: Tensor, target: Tensor, reduction: str, name: str,  #
                     fn: Callable[[Any], Any]) -> Tensor:
     """``fn(input - target)`` (of values), reduced, as one node ``name``."""
     a, b = _promote(input._value, target._value)
-    return _result(_reduce(fn(_w.subtract(a, b)), reduction), name, (input, target))
+    return _result(_reduce(fn(tnp.subtract(a, b)), reduction), name, (input, target))
 
 
 def _weighted(loss: Tensor, input: Tensor, weight: Tensor, reduction: str, by_weight: bool) -> Tensor:  # noqa: A002
@@ -355,7 +357,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
     reduction = _reduction(size_average, reduce, reduction, weight is not None)
     if weight is not None:
         return _weighted((input - target).pow(2), input, weight, reduction, True)
-    return _pointwise_loss(input, target, reduction, "MseLossBackward0", lambda d: _w.multiply(d, d))
+    return _pointwise_loss(input, target, reduction, "MseLossBackward0", lambda d: tnp.multiply(d, d))
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
@@ -370,13 +372,13 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any
 
 
 def _smooth_l1(d: Any, beta: float) -> Any:
-    z = _w.absolute(d)
-    return _w.where3(value(z) < beta, 0.5 * z * z / beta, z - 0.5 * beta)
+    z = tnp.absolute(d)
+    return tp.where_mask(value(z) < beta, 0.5 * z * z / beta, z - 0.5 * beta)
 
 
 def _huber(d: Any, delta: float) -> Any:
-    z = _w.absolute(d)
-    return _w.where3(value(z) < delta, 0.5 * z * z, (z - 0.5 * delta) * delta)
+    z = tnp.absolute(d)
+    return tp.where_mask(value(z) < delta, 0.5 * z * z, (z - 0.5 * delta) * delta)
 
 
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
@@ -419,7 +421,7 @@ def _constant(t: Tensor | None, fn: str, arg: str, dtype: Any) -> Any:
 
 def _bce_result(loss: Any, weight: Any, reduction: str, name: str, ins: tuple[Tensor, Tensor]) -> Tensor:
     if weight is not None:
-        loss = _w.multiply(loss, weight)
+        loss = tnp.multiply(loss, weight)
     return _result(_reduce(loss, reduction), name, ins)
 
 
@@ -474,11 +476,11 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
             f"expected target dtype to be Long or Byte, but got {target.dtype_legacy_name()[:-6]}")
     cls_axis = 0 if lp.ndim == 1 else 1
     mask = _nll_mask(lp.shape, lp.dtype, t, weight, ignore_index, reduction == "mean")
-    kw = {"mask": mask, "axis": cls_axis if reduction == "none" else None}
+    kw = {"weights": mask, "axis": cls_axis if reduction == "none" else None}
     out = _rec1(_NLL, lp, "NllLossBackward0", input, kw)
     if out is not None:
         return out
-    return _result(P.nll(lp, **kw), "NllLossBackward0", (input,))
+    return _result(tp.weighted_sum(lp, **kw), "NllLossBackward0", (input,))
 
 
 def _nll_mask(shape: tuple[int, ...], dtype: Any, t: Any, weight: Tensor | None, ignore_index: int,

@@ -1,0 +1,53 @@
+"""tapegrad.numpy.primitives: the primitives of tapegrad.numpy NumPy has no name for.
+
+``tapegrad.numpy`` keeps NumPy's names and signatures. Code built on tapegrad
+that records operations itself (the PyTorch facade ``tapegrad.torch``,
+extensions with their own op tables) also needs a few primitives that are no
+NumPy function, or that sit behind a NumPy name's front-end; this module is
+their public home. Each function here is a primitive: called on plain arrays
+it is the array function, called on traced values it records one tape entry,
+and ``f.primitive`` is its rule record. Their rules are tapegrad.numpy's
+(``vjps.py``, ``jvps.py``), checked by the op table like every other.
+
+Selection and indexing:
+
+- :func:`where_mask` ``(mask, x, y)``: NumPy's three-argument ``where`` with a
+  constant ``mask`` (``tapegrad.numpy.where`` takes ``value()`` of the
+  condition and calls it).
+- :class:`NormalizedIndex` ``(key, ndim)``: a NumPy index normalised once
+  (``...`` expanded, lists made arrays, its kind and uniqueness known), the
+  index argument of the two below.
+- :func:`index_set` ``(x, index, v)``: a copy of ``x`` with ``v`` written at
+  ``index`` (``x[index] = v`` as a value).
+- :func:`scatter_add` ``(g, index, shape, nbatch)``: zeros of ``shape`` with
+  ``g`` added at ``index`` (the transpose of ``x[index]``).
+
+Fused reductions and layers (one tape entry where a composition of
+tapegrad.numpy calls records several and keeps the intermediates):
+
+- :func:`mean` ``(x, axis=None, keepdims=False)``: ``sum / n`` in ``x``'s
+  dtype (``tapegrad.numpy.mean`` records it for traced inputs).
+- :func:`logsumexp` ``(a, axis=None, keepdims=False)``: the primitive behind
+  ``tapegrad.numpy.logsumexp`` (no ``b``, no ``return_sign``).
+- :func:`linear` ``(x, w, b)``: ``x @ w.T + b``, a dense layer.
+- :func:`weighted_sum` ``(x, weights, axis=None)``: ``sum(x * weights)`` with
+  constant ``weights`` (a negative log-likelihood, with the weights at the
+  targets).
+
+Example:
+    >>> import numpy as np
+    >>> from tapegrad.numpy import primitives as tp
+    >>> tp.where_mask(np.array([True, False]), np.ones(2), np.zeros(2))
+    array([1., 0.])
+"""
+
+from __future__ import annotations
+
+from tapegrad.numpy.wrap import Index as NormalizedIndex
+from tapegrad.numpy.wrap import index_add as scatter_add
+from tapegrad.numpy.wrap import linear, logsumexp, mean, weighted_sum
+from tapegrad.numpy.wrap import setitem as index_set
+from tapegrad.numpy.wrap import where3 as where_mask
+
+__all__ = ["NormalizedIndex", "index_set", "linear", "logsumexp", "mean", "scatter_add", "weighted_sum",
+           "where_mask"]
