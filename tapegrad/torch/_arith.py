@@ -263,9 +263,13 @@ class ArithOps(_Base):
 
     # named arithmetic
     def add(self, other: Any, alpha: Any = 1) -> Tensor:
+        if alpha != 1 and isinstance(other, Tensor):  # one AddBackward0 over self and other, as PyTorch's
+            return _renamed(self + other * alpha, "AddBackward0", (self, other))
         return self + (other * alpha if alpha != 1 else other)
 
     def sub(self, other: Any, alpha: Any = 1) -> Tensor:
+        if alpha != 1 and isinstance(other, Tensor):
+            return _renamed(self - other * alpha, "SubBackward0", (self, other))
         return self - (other * alpha if alpha != 1 else other)
 
     subtract = sub
