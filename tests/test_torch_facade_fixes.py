@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 import tapegrad.torch as torch
@@ -120,3 +121,102 @@ def test_node_names_as_pytorch() -> None:
     y **= 2
     assert type(y.grad_fn).__name__ == "PowBackward0"
 
+
+
+# --- function forms with a Python number first --------------------------------------------------
+
+_XS = [0.3, 1.1, 2.7]
+_SCALAR_FIRST = {  # name: (NumPy's value of f(s, xs), node, next_functions)
+    "add": (lambda s, a: s + a, "AddBackward0", [None, "AccumulateGrad"]),
+    "sub": (lambda s, a: s - a, "SubBackward0", [None, "AccumulateGrad"]),
+    "subtract": (lambda s, a: s - a, "SubBackward0", [None, "AccumulateGrad"]),
+    "mul": (lambda s, a: s * a, "MulBackward0", [None, "AccumulateGrad"]),
+    "multiply": (lambda s, a: s * a, "MulBackward0", [None, "AccumulateGrad"]),
+    "div": (lambda s, a: s / a, "DivBackward0", [None, "AccumulateGrad"]),
+    "divide": (lambda s, a: s / a, "DivBackward0", [None, "AccumulateGrad"]),
+    "true_divide": (lambda s, a: s / a, "DivBackward0", [None, "AccumulateGrad"]),
+    "pow": (lambda s, a: s ** a, "PowBackward2", ["AccumulateGrad"]),
+    "xlogy": (lambda s, a: s * np.log(a), "XlogyBackward1", ["AccumulateGrad"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SCALAR_FIRST))
+@pytest.mark.parametrize("s", [1.7, 2])
+def test_scalar_first_function_forms_are_exact_in_float64(name: str, s: float) -> None:
+    want, node, edges = _SCALAR_FIRST[name]
+    x = _leaf(_XS)
+    r = getattr(torch, name)(s, x)
+    assert r.dtype == F64
+    assert r.tolist() == want(s, np.array(_XS)).tolist()  # exactly: the number is not rounded to float32
+    assert type(r.grad_fn).__name__ == node and _names(r) == edges
+
+
+def test_scalar_first_pow_gradient_and_float32() -> None:
+    x = _leaf(_XS)
+    torch.pow(1.7, x).sum().backward()
+    assert x.grad.tolist() == (1.7 ** np.array(_XS) * np.log(1.7)).tolist()
+    x32 = _leaf(_XS, torch.float32)
+    r = torch.pow(1.7, x32)
+    assert r.dtype == torch.float32 and r.tolist() == (np.float32(1.7) ** np.array(_XS, np.float32)).tolist()
+    assert torch.add(1.7, x32).tolist() == (np.float32(1.7) + np.array(_XS, np.float32)).tolist()
+
+
+def test_scalar_first_alpha_and_integer_tensors() -> None:
+    x = _leaf([1.0, 2.0])
+    assert torch.add(1.5, x, alpha=2).tolist() == [3.5, 5.5]
+    assert torch.sub(1.5, x, alpha=2).tolist() == [-0.5, -2.5]
+    i = torch.tensor([1, 2, 4])
+    for r, dtype, want in [(torch.add(1.5, i), torch.float32, [2.5, 3.5, 5.5]),
+                           (torch.pow(2, i), torch.int64, [2, 4, 16]),
+                           (torch.div(3, i), torch.float32, [3.0, 1.5, 0.75]),
+                           (torch.sub(2.5, i), torch.float32, [1.5, 0.5, -1.5]),
+                           (torch.mul(True, i), torch.int64, [1, 2, 4])]:
+        assert r.dtype == dtype and r.tolist() == want
+
+
+def test_scalar_first_forms_pytorch_refuses() -> None:
+    x = _leaf(_XS)
+    with pytest.raises(TypeError, match=r"^atan2\(\): argument 'input' \(position 1\) must be Tensor, not float$"):
+        torch.atan2(1.7, x)
+    with pytest.raises(TypeError, match=r"^maximum\(\): argument 'input' \(position 1\) must be Tensor, not int$"):
+        torch.maximum(2, x)
+    with pytest.raises(TypeError, match=r"^fmod\(\) received an invalid combination of arguments - got "
+                                        r"\(float, Tensor\), but expected one of:"):
+        torch.fmod(1.7, x)
+
+
+def test_scalar_first_bool_subtraction_is_refused() -> None:
+    with pytest.raises(RuntimeError, match=r"^Subtraction, the `-` operator, with a bool tensor is not supported"):
+        torch.sub(True, _leaf(_XS))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+@pytest.mark.parametrize("name", sorted(_SCALAR_FIRST) + ["remainder"])
+def test_scalar_first_function_forms_as_pytorch(name: str, dtype: str, real_torch: Any) -> None:
+    """dtype, values (float32: to an ulp of libm), next_functions, node, gradient."""
+    for s in (1.7, 2) if name == "pow" else (1.7, 2, True):  # (PyTorch's pow(True, x) fails an internal assert)
+        got: list[Any] = []
+        want: list[Any] = []
+        for t, out in ((torch, got), (real_torch, want)):
+            x = t.tensor([1.5, 2.0, 3.0], dtype=getattr(t, dtype))
+            if dtype != "int64":
+                x.requires_grad_()
+            try:
+                r = getattr(t, name)(s, x)
+            except RuntimeError as e:
+                out.append(str(e))
+                continue
+            fn = r.grad_fn
+            out += [str(r.dtype), r.detach().numpy()]
+            if fn is not None and name != "remainder":  # (PyTorch: remainder's derivative is not implemented)
+                out += [type(fn).__name__, [None if f is None else type(f).__name__ for f, _ in fn.next_functions]]
+                r.sum().backward()
+                out.append(x.grad.numpy())
+        assert len(got) == len(want), (s, got, want)
+        if len(want) == 1:
+            assert got == want
+            continue
+        assert got[0] == want[0] and got[2:4] == want[2:4], (s, got, want)
+        np.testing.assert_allclose(got[1], want[1], rtol=0 if dtype == "float64" else 2e-7)
+        if len(want) > 4:
+            np.testing.assert_allclose(got[4], want[4], rtol=1e-15 if dtype == "float64" else 1e-6)

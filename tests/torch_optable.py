@@ -429,11 +429,8 @@ ROWS: list[Row] = [
 # the facade's autograd; ``check_grads``: tg.check_grads; ``torch_values`` /
 # ``torch_second``: values and gradients / Hessian-vector products against
 # PyTorch). Those tests of those rows are strict xfails; the rest still run.
-_POW_BASE = ("torch.pow(1.7, x) rounds the Python base to float32 before the float64 power "
-             "(values off by ~5e-8 relative; 1.7 ** x is exact)")
 # ``chain``: the names of grad_fn.next_functions (ours | PyTorch's)
 _CHAIN = {
-    "torch.pow/scalar_base": "(None, AccumulateGrad): an edge for the Python base | (AccumulateGrad,)",
     "torch.vstack": "a 1-d input is reshaped by ViewBackward0 | atleast_2d's UnsqueezeBackward0",
     "matmul/vm": "one node over both leaves | SqueezeBackward4 <- MmBackward0 (PyTorch's vector-matrix composite)",
     "matmul/batched": "one node over both leaves | UnsafeViewBackward0 <- BmmBackward0",
@@ -444,9 +441,6 @@ _CHAIN = {
     "F.cross_entropy/probs": "(SumBackward0, None) | (NegBackward0,)",
 }
 BUGS: dict[str, dict[str, str]] = {
-    "torch.pow/scalar_base": {
-        "name": "torch.pow(1.7, x) records PowBackward1; PyTorch's node is PowBackward2 (as 1.7 ** x is)",
-        "torch_values": _POW_BASE, "torch_second": _POW_BASE},
     "F.cross_entropy/probs": {"name": "cross_entropy with probability targets ends in DivBackward0; PyTorch's mean "
                                       "reduction is DivBackward1 (division by the batch size, a Python number)"},
 }

@@ -355,3 +355,40 @@ class ArithOps(_Base):
         if isinstance(weight, Tensor):
             return _renamed(r, "LerpBackward1", (self, end, weight))
         return _renamed(r, "LerpBackward0", (self, end))
+
+
+# --- function forms with a Python number first ---------------------------------------------------------
+
+# PyTorch's function forms that take a Python number as ``input`` (a "wrapped
+# number": it takes part in promotion as a scalar, exact in the result's
+# dtype), with the node PyTorch names when it is not the method's own (the
+# number is then no edge). Every other binary form refuses a number first.
+_SCALAR_FIRST: dict[str, str | None] = {
+    **dict.fromkeys(("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "remainder")),
+    "pow": "PowBackward2", "xlogy": "XlogyBackward1",
+}
+_DIVIDING = frozenset({"div", "divide", "true_divide", "xlogy"})
+# forms whose refusal is an overload mismatch (PyTorch then lists the overloads, not reproduced here)
+_OVERLOADED = frozenset(
+    "addcdiv addcmul addmm all any argsort clamp clamp_max clamp_min clip count_nonzero fmod index_fill lerp "
+    "masked_fill mean moveaxis movedim narrow prod repeat_interleave round scatter sort squeeze std sum var".split())
+
+
+def scalar_first(name: str, s: Any, x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """``torch.name(s, x, ...)`` for a Python number ``s`` and tensor ``x``:
+    ``s`` as a 0-d tensor of the result's dtype (exact: ``torch.pow(1.7, x)``
+    of a float64 ``x`` uses the double 1.7), or PyTorch's TypeError."""
+    if name not in _SCALAR_FIRST:
+        if name in _OVERLOADED:
+            got = ", ".join(type(a).__name__ for a in (s, x, *args))
+            raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), "
+                            "but expected one of:")
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(s).__name__}")
+    if name in ("sub", "subtract"):
+        _check_bool_sub(x, s)
+    dt = _scalar_operand(value(x._value), s, name in _DIVIDING).dtype
+    if type(s) is complex and dt.kind != "c":
+        dt = np.dtype(np.complex128 if dt == np.float64 else np.complex64)
+    r = getattr(_new(np.asarray(s, dt)), name)(x, *args, **kwargs)
+    node = _SCALAR_FIRST[name]
+    return r if node is None else _renamed(r, node, (x,))

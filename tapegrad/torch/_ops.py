@@ -26,6 +26,7 @@ from tapegrad.scipy import special as tsp
 from tapegrad.torch import _graph
 from tapegrad.torch import _prims as P
 from tapegrad.torch._arith import ArithOps as A
+from tapegrad.torch._arith import scalar_first
 from tapegrad.torch._convert import ConvertOps
 from tapegrad.torch._creation import tensor
 from tapegrad.torch._indexing import IndexingOps as X
@@ -325,6 +326,8 @@ def _function_form(name: str) -> Callable[..., Any]:
     method = getattr(Tensor, name)
 
     def fn(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        if isinstance(input, (bool, int, float, complex)) and args and isinstance(args[0], Tensor):
+            return scalar_first(name, input, args[0], *args[1:], **kwargs)
         if not isinstance(input, Tensor):
             input = tensor(input)  # noqa: A001
         return method(input, *args, **kwargs)
