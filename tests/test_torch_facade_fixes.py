@@ -220,3 +220,42 @@ def test_scalar_first_function_forms_as_pytorch(name: str, dtype: str, real_torc
         np.testing.assert_allclose(got[1], want[1], rtol=0 if dtype == "float64" else 2e-7)
         if len(want) > 4:
             np.testing.assert_allclose(got[4], want[4], rtol=1e-15 if dtype == "float64" else 1e-6)
+
+
+# --- view / reshape to an impossible shape: PyTorch's RuntimeError ------------------------------
+
+_SHAPE_ERRORS = [  # (numel, shape, PyTorch's message)
+    (2, (3,), "shape '[3]' is invalid for input of size 2"),
+    (6, (-1, 4), "shape '[-1, 4]' is invalid for input of size 6"),
+    (6, (4, 2), "shape '[4, 2]' is invalid for input of size 6"),
+    (6, (-1, 0), "shape '[-1, 0]' is invalid for input of size 6"),
+    (0, (-1, 0), "cannot reshape tensor of 0 elements into shape [-1, 0] because the unspecified dimension size -1 "
+                 "can be any value and is ambiguous"),
+    (6, (2, -1, -1), "only one dimension can be inferred"),
+    (6, (-2, 3), "invalid shape dimension -2 at index 0 of shape [-2, 3]"),
+]
+
+
+@pytest.mark.parametrize("method", ["view", "reshape"])
+@pytest.mark.parametrize(("numel", "shape", "message"), _SHAPE_ERRORS)
+def test_view_and_reshape_errors(method: str, numel: int, shape: tuple[int, ...], message: str) -> None:
+    x = torch.zeros(numel, dtype=F64, requires_grad=True)
+    for args in (shape, (shape,)):
+        with pytest.raises(RuntimeError) as e:
+            getattr(x, method)(*args)
+        assert str(e.value) == message
+
+
+def test_view_and_reshape_still_infer_a_dimension() -> None:
+    x = torch.arange(6.0)
+    assert x.view(-1, 3).shape == (2, 3) and x.reshape(3, -1).shape == (3, 2)
+    assert torch.zeros(0).view(-1, 5).shape == (0, 5) and torch.zeros(2, 0).reshape(0, 2).shape == (0, 2)
+
+
+@pytest.mark.parametrize("method", ["view", "reshape"])
+@pytest.mark.parametrize(("numel", "shape", "message"), _SHAPE_ERRORS)
+def test_view_and_reshape_errors_as_pytorch(method: str, numel: int, shape: tuple[int, ...], message: str,
+                                            real_torch: Any) -> None:
+    with pytest.raises(RuntimeError) as e:
+        getattr(real_torch.zeros(numel), method)(*shape)
+    assert str(e.value) == message
