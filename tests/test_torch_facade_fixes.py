@@ -259,3 +259,29 @@ def test_view_and_reshape_errors_as_pytorch(method: str, numel: int, shape: tupl
     with pytest.raises(RuntimeError) as e:
         getattr(real_torch.zeros(numel), method)(*shape)
     assert str(e.value) == message
+
+
+# --- cross_entropy with probability targets: PyTorch's graph ------------------------------------
+
+
+def _chain(fn: Any, depth: int) -> Any:
+    if fn is None:
+        return None
+    return (type(fn).__name__, [_chain(f, depth - 1) for f, _ in fn.next_functions] if depth else [])
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_with_probabilities_as_pytorch_builds_it(reduction: str) -> None:
+    x = torch.zeros(2, 2, dtype=F64, requires_grad=True)
+    p = torch.tensor([[0.5, 0.5], [1.0, 0.0]], dtype=F64)
+    r = torch.nn.functional.cross_entropy(x, p, reduction=reduction)
+    mul = ("MulBackward0", [("LogSoftmaxBackward0", []), None])
+    want = {"mean": ("DivBackward1", [("NegBackward0", [("SumBackward0", [mul])])]),
+            "sum": ("NegBackward0", [("SumBackward0", [mul])]),
+            "none": ("NegBackward0", [("SumBackward1", [mul])])}[reduction]
+    assert _chain(r.grad_fn, 4 if reduction == "mean" else 3) == want
+    ln2 = float(np.log(2.0))
+    assert r.tolist() == {"mean": ln2, "sum": 2 * ln2, "none": [ln2, ln2]}[reduction]
+    r.sum().backward()
+    scale = 0.5 if reduction == "mean" else 1.0
+    assert x.grad.tolist() == [[0.0, 0.0], [-0.5 * scale, 0.5 * scale]]

@@ -438,11 +438,8 @@ _CHAIN = {
     "kron": "one node over both leaves | UnsafeViewBackward0 <- MulBackward0 (PyTorch's composite)",
     "torch.einsum": "one node over both leaves | ViewBackward0 <- PermuteBackward0 <- BmmBackward0 ...",
     "F.linear/nobias": "(AccumulateGrad, TBackward0): one matmul node | UnsafeViewBackward0 <- MmBackward0",
-    "F.cross_entropy/probs": "(SumBackward0, None) | (NegBackward0,)",
 }
 BUGS: dict[str, dict[str, str]] = {
-    "F.cross_entropy/probs": {"name": "cross_entropy with probability targets ends in DivBackward0; PyTorch's mean "
-                                      "reduction is DivBackward1 (division by the batch size, a Python number)"},
 }
 for _name, _why in _CHAIN.items():
     BUGS.setdefault(_name, {})["chain"] = "next_functions differ from PyTorch's, ours | PyTorch's: " + _why
