@@ -285,3 +285,18 @@ def test_cross_entropy_with_probabilities_as_pytorch_builds_it(reduction: str) -
     r.sum().backward()
     scale = 0.5 if reduction == "mean" else 1.0
     assert x.grad.tolist() == [[0.0, 0.0], [-0.5 * scale, 0.5 * scale]]
+
+
+# --- vstack / hstack: atleast_2d / atleast_1d as PyTorch's ---------------------------------------
+
+
+def test_vstack_and_hstack_shape_their_inputs_as_pytorch() -> None:
+    s, v, m = _leaf(1.0), _leaf([1.0, 2.0]), _leaf([[3.0, 4.0]])
+    r = torch.vstack([v, m])
+    assert r.tolist() == [[1.0, 2.0], [3.0, 4.0]] and _names(r) == ["UnsqueezeBackward0", "AccumulateGrad"]
+    r = torch.vstack([s, s])
+    assert r.tolist() == [[1.0], [1.0]] and _names(r) == ["ViewBackward0", "ViewBackward0"]
+    r = torch.hstack([s, v])
+    assert r.tolist() == [1.0, 1.0, 2.0] and _names(r) == ["ViewBackward0", "AccumulateGrad"]
+    (torch.vstack([v, m]) * torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=F64)).sum().backward()
+    assert v.grad.tolist() == [1.0, 2.0] and m.grad.tolist() == [[3.0, 4.0]]

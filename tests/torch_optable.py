@@ -431,7 +431,6 @@ ROWS: list[Row] = [
 # PyTorch). Those tests of those rows are strict xfails; the rest still run.
 # ``chain``: the names of grad_fn.next_functions (ours | PyTorch's)
 _CHAIN = {
-    "torch.vstack": "a 1-d input is reshaped by ViewBackward0 | atleast_2d's UnsqueezeBackward0",
     "matmul/vm": "one node over both leaves | SqueezeBackward4 <- MmBackward0 (PyTorch's vector-matrix composite)",
     "matmul/batched": "one node over both leaves | UnsafeViewBackward0 <- BmmBackward0",
     "matmul/broadcast": "one node over both leaves | UnsafeViewBackward0 <- MmBackward0 (folded batch)",
