@@ -300,3 +300,25 @@ def test_vstack_and_hstack_shape_their_inputs_as_pytorch() -> None:
     assert r.tolist() == [1.0, 1.0, 2.0] and _names(r) == ["ViewBackward0", "AccumulateGrad"]
     (torch.vstack([v, m]) * torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=F64)).sum().backward()
     assert v.grad.tolist() == [1.0, 2.0] and m.grad.tolist() == [[3.0, 4.0]]
+
+
+# --- matmul: PyTorch's composites for a vector times a matrix and a folded batch ---------------------
+
+
+def test_matmul_vector_matrix_and_folded_batch_graphs() -> None:
+    v, m = _leaf([1.0, 2.0]), _leaf([[1.0, 0.0, 2.0], [3.0, 1.0, 0.0]])
+    r = v @ m
+    assert r.tolist() == [7.0, 2.0, 2.0]
+    assert _chain(r.grad_fn, 3) == ("SqueezeBackward4", [("MmBackward0", [
+        ("UnsqueezeBackward0", [("AccumulateGrad", [])]), ("AccumulateGrad", [])])])
+    r.sum().backward()
+    assert v.grad.tolist() == [3.0, 4.0] and m.grad.tolist() == [[1.0] * 3, [2.0] * 3]
+    b = _leaf(np.arange(12.0).reshape(2, 3, 2))
+    for other, node, shape in ((m, "MmBackward0", (2, 3, 3)), (v, "MvBackward0", (2, 3))):
+        r = b @ other
+        assert tuple(r.shape) == shape
+        assert r.tolist() == (np.arange(12.0).reshape(2, 3, 2) @ other.detach().numpy()).tolist()
+        assert _chain(r.grad_fn, 2) == ("UnsafeViewBackward0", [(node, [("ViewBackward0", []), ("AccumulateGrad", [])])])
+    b.grad = None
+    (b @ m).sum().backward()
+    assert b.grad.tolist() == [[[3.0, 4.0]] * 3] * 2

@@ -431,12 +431,9 @@ ROWS: list[Row] = [
 # PyTorch). Those tests of those rows are strict xfails; the rest still run.
 # ``chain``: the names of grad_fn.next_functions (ours | PyTorch's)
 _CHAIN = {
-    "matmul/vm": "one node over both leaves | SqueezeBackward4 <- MmBackward0 (PyTorch's vector-matrix composite)",
     "matmul/batched": "one node over both leaves | UnsafeViewBackward0 <- BmmBackward0",
-    "matmul/broadcast": "one node over both leaves | UnsafeViewBackward0 <- MmBackward0 (folded batch)",
     "kron": "one node over both leaves | UnsafeViewBackward0 <- MulBackward0 (PyTorch's composite)",
     "torch.einsum": "one node over both leaves | ViewBackward0 <- PermuteBackward0 <- BmmBackward0 ...",
-    "F.linear/nobias": "(AccumulateGrad, TBackward0): one matmul node | UnsafeViewBackward0 <- MmBackward0",
 }
 BUGS: dict[str, dict[str, str]] = {
 }

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+import tapegrad.numpy as tnp
 from tapegrad.numpy import wrap as _w
 from tapegrad.torch._graph import (
     SCALAR_TYPE,
 )
-from tapegrad.torch._promote import _promote, _scalar_operand
+from tapegrad.torch._promote import _contiguous, _promote, _scalar_operand
 from tapegrad.torch._tensor import (
     _ADD,
     _DIV,
@@ -158,6 +159,8 @@ class ArithOps(_Base):
             name = "UnsafeViewBackward0" if na >= 3 and nb <= 2 or (na >= 3 and nb >= 3) else "ExpandBackward0"
             if na <= 2 and nb >= 3:
                 name = "UnsafeViewBackward0"
+        if isinstance(other, Tensor) and (na == 1 and nb == 2 or na >= 3 and nb <= 2 and _contiguous(value(a))):
+            return _matmul_composite(self, other, a, b)
         if isinstance(other, Tensor):
             t = _rec2(_MATMUL, a, b, name, (self, other))
             if t is not None:
@@ -355,6 +358,20 @@ class ArithOps(_Base):
         if isinstance(weight, Tensor):
             return _renamed(r, "LerpBackward1", (self, end, weight))
         return _renamed(r, "LerpBackward0", (self, end))
+
+
+def _matmul_composite(x: Tensor, y: Tensor, a: Any, b: Any) -> Tensor:
+    """``x @ y`` (values ``a``, ``b``) as PyTorch's composite records it: a
+    vector times a matrix as ``SqueezeBackward4 <- MmBackward0 <-
+    UnsqueezeBackward0``; a batch of matrices times a matrix or vector folded
+    into one product, ``UnsafeViewBackward0 <- Mm/MvBackward0 <- ViewBackward0``."""
+    if a.ndim == 1:
+        u = _result(tnp.expand_dims(a, 0), "UnsqueezeBackward0", (x,))
+        m = _result(_w.matmul(u._value, b), "MmBackward0", (u, y))
+        return _result(tnp.squeeze(m._value, 0), "SqueezeBackward4", (m,))
+    f = _result(tnp.reshape(a, (-1, a.shape[-1])), "ViewBackward0", (x,))
+    m = _result(_w.matmul(f._value, b), "MmBackward0" if b.ndim == 2 else "MvBackward0", (f, y))
+    return _result(tnp.reshape(m._value, a.shape[:-1] + b.shape[1:]), "UnsafeViewBackward0", (m,))
 
 
 # --- function forms with a Python number first ---------------------------------------------------------
