@@ -288,11 +288,6 @@ def test_next_functions_as_pytorch(row: Row, torch_diff: TorchDiff) -> None:
 
 # --- errors of shape ops ---------------------------------------------------------------------
 
-_VIEW_BUG = "view/reshape to a shape of another size raises NumPy's ValueError ('cannot reshape array of size 2 " \
-            "into shape (3,)'), not PyTorch's RuntimeError"
-
-
-@pytest.mark.xfail(strict=True, reason=_VIEW_BUG)
 @pytest.mark.parametrize("method", ["view", "reshape"])
 def test_view_of_another_size_raises_as_pytorch_does(method: str) -> None:
     with pytest.raises(RuntimeError, match=r"^shape '\[3\]' is invalid for input of size 2$"):

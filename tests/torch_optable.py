@@ -429,42 +429,13 @@ ROWS: list[Row] = [
 # the facade's autograd; ``check_grads``: tg.check_grads; ``torch_values`` /
 # ``torch_second``: values and gradients / Hessian-vector products against
 # PyTorch). Those tests of those rows are strict xfails; the rest still run.
-_LERP_CONST = ("lerp_ with an end that does not require grad differentiates (end - self.detach()) * weight: "
-               "the gradient to self is g instead of g * (1 - weight)")
-_POW_BASE = ("torch.pow(1.7, x) rounds the Python base to float32 before the float64 power "
-             "(values off by ~5e-8 relative; 1.7 ** x is exact)")
 # ``chain``: the names of grad_fn.next_functions (ours | PyTorch's)
 _CHAIN = {
-    "torch.pow/scalar_base": "(None, AccumulateGrad): an edge for the Python base | (AccumulateGrad,)",
-    "add/alpha": "alpha recorded as its own MulBackward0 before AddBackward0 | one AddBackward0 over both leaves",
-    "sub/alpha": "alpha recorded as its own MulBackward0 before SubBackward0 | one SubBackward0 over both leaves",
-    "torch.vstack": "a 1-d input is reshaped by ViewBackward0 | atleast_2d's UnsqueezeBackward0",
-    "matmul/vm": "one node over both leaves | SqueezeBackward4 <- MmBackward0 (PyTorch's vector-matrix composite)",
     "matmul/batched": "one node over both leaves | UnsafeViewBackward0 <- BmmBackward0",
-    "matmul/broadcast": "one node over both leaves | UnsafeViewBackward0 <- MmBackward0 (folded batch)",
     "kron": "one node over both leaves | UnsafeViewBackward0 <- MulBackward0 (PyTorch's composite)",
     "torch.einsum": "one node over both leaves | ViewBackward0 <- PermuteBackward0 <- BmmBackward0 ...",
-    "addcmul_": "(MulBackward0, MulBackward0): the product recorded as a node | (MulBackward0, AccumulateGrad, "
-                "AccumulateGrad): AddcmulBackward0 takes the two factors",
-    "addcdiv_": "(MulBackward0, DivBackward0): the quotient recorded as a node | (MulBackward0, AccumulateGrad, "
-                "AccumulateGrad): AddcdivBackward0 takes numerator and denominator",
-    "lerp_": "(MulBackward0, MulBackward0): (end - self) * weight recorded as nodes | (MulBackward0, AccumulateGrad)",
-    "F.linear/nobias": "(AccumulateGrad, TBackward0): one matmul node | UnsafeViewBackward0 <- MmBackward0",
-    "F.cross_entropy/probs": "(SumBackward0, None) | (NegBackward0,)",
 }
 BUGS: dict[str, dict[str, str]] = {
-    "sgn": {"name": "Tensor.sgn records SignBackward0; PyTorch's node is SgnBackward0"},
-    "round/decimals": {"name": "round(decimals=1) records RoundBackward0; PyTorch's node is RoundBackward1"},
-    "torch.pow/scalar_base": {
-        "name": "torch.pow(1.7, x) records PowBackward1; PyTorch's node is PowBackward2 (as 1.7 ** x is)",
-        "torch_values": _POW_BASE, "torch_second": _POW_BASE},
-    "__ipow__": {"name": "x **= y (tensor exponent) records PowBackward0; PyTorch's node is PowBackward1 (as x ** y is)"},
-    "diag": {"name": "Tensor.diag of a matrix records DiagBackward0; PyTorch 2.x's node is DiagonalBackward0_copy"},
-    "F.cross_entropy/probs": {"name": "cross_entropy with probability targets ends in DivBackward0; PyTorch's mean "
-                                      "reduction is DivBackward1 (division by the batch size, a Python number)"},
-    # check_grads boxes its second argument as a tensor that does not require grad at order 2
-    "lerp_": {"check_grads": _LERP_CONST},
-    "lerp_/constant_end": {k: _LERP_CONST for k in ("backward", "check_grads", "torch_values")},
 }
 for _name, _why in _CHAIN.items():
     BUGS.setdefault(_name, {})["chain"] = "next_functions differ from PyTorch's, ours | PyTorch's: " + _why

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+import tapegrad.numpy as tnp
 from tapegrad.numpy import wrap as _w
 from tapegrad.torch._graph import (
     SCALAR_TYPE,
 )
-from tapegrad.torch._promote import _promote, _scalar_operand
+from tapegrad.torch._promote import _contiguous, _promote, _scalar_operand
 from tapegrad.torch._tensor import (
     _ADD,
     _DIV,
@@ -158,6 +159,8 @@ class ArithOps(_Base):
             name = "UnsafeViewBackward0" if na >= 3 and nb <= 2 or (na >= 3 and nb >= 3) else "ExpandBackward0"
             if na <= 2 and nb >= 3:
                 name = "UnsafeViewBackward0"
+        if isinstance(other, Tensor) and (na == 1 and nb == 2 or na >= 3 and nb <= 2 and _contiguous(value(a))):
+            return _matmul_composite(self, other, a, b)
         if isinstance(other, Tensor):
             t = _rec2(_MATMUL, a, b, name, (self, other))
             if t is not None:
@@ -263,9 +266,13 @@ class ArithOps(_Base):
 
     # named arithmetic
     def add(self, other: Any, alpha: Any = 1) -> Tensor:
+        if alpha != 1 and isinstance(other, Tensor):  # one AddBackward0 over self and other, as PyTorch's
+            return _renamed(self + other * alpha, "AddBackward0", (self, other))
         return self + (other * alpha if alpha != 1 else other)
 
     def sub(self, other: Any, alpha: Any = 1) -> Tensor:
+        if alpha != 1 and isinstance(other, Tensor):
+            return _renamed(self - other * alpha, "SubBackward0", (self, other))
         return self - (other * alpha if alpha != 1 else other)
 
     subtract = sub
@@ -351,3 +358,54 @@ class ArithOps(_Base):
         if isinstance(weight, Tensor):
             return _renamed(r, "LerpBackward1", (self, end, weight))
         return _renamed(r, "LerpBackward0", (self, end))
+
+
+def _matmul_composite(x: Tensor, y: Tensor, a: Any, b: Any) -> Tensor:
+    """``x @ y`` (values ``a``, ``b``) as PyTorch's composite records it: a
+    vector times a matrix as ``SqueezeBackward4 <- MmBackward0 <-
+    UnsqueezeBackward0``; a batch of matrices times a matrix or vector folded
+    into one product, ``UnsafeViewBackward0 <- Mm/MvBackward0 <- ViewBackward0``."""
+    if a.ndim == 1:
+        u = _result(tnp.expand_dims(a, 0), "UnsqueezeBackward0", (x,))
+        m = _result(_w.matmul(u._value, b), "MmBackward0", (u, y))
+        return _result(tnp.squeeze(m._value, 0), "SqueezeBackward4", (m,))
+    f = _result(tnp.reshape(a, (-1, a.shape[-1])), "ViewBackward0", (x,))
+    m = _result(_w.matmul(f._value, b), "MmBackward0" if b.ndim == 2 else "MvBackward0", (f, y))
+    return _result(tnp.reshape(m._value, a.shape[:-1] + b.shape[1:]), "UnsafeViewBackward0", (m,))
+
+
+# --- function forms with a Python number first ---------------------------------------------------------
+
+# PyTorch's function forms that take a Python number as ``input`` (a "wrapped
+# number": it takes part in promotion as a scalar, exact in the result's
+# dtype), with the node PyTorch names when it is not the method's own (the
+# number is then no edge). Every other binary form refuses a number first.
+_SCALAR_FIRST: dict[str, str | None] = {
+    **dict.fromkeys(("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "remainder")),
+    "pow": "PowBackward2", "xlogy": "XlogyBackward1",
+}
+_DIVIDING = frozenset({"div", "divide", "true_divide", "xlogy"})
+# forms whose refusal is an overload mismatch (PyTorch then lists the overloads, not reproduced here)
+_OVERLOADED = frozenset(
+    "addcdiv addcmul addmm all any argsort clamp clamp_max clamp_min clip count_nonzero fmod index_fill lerp "
+    "masked_fill mean moveaxis movedim narrow prod repeat_interleave round scatter sort squeeze std sum var".split())
+
+
+def scalar_first(name: str, s: Any, x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """``torch.name(s, x, ...)`` for a Python number ``s`` and tensor ``x``:
+    ``s`` as a 0-d tensor of the result's dtype (exact: ``torch.pow(1.7, x)``
+    of a float64 ``x`` uses the double 1.7), or PyTorch's TypeError."""
+    if name not in _SCALAR_FIRST:
+        if name in _OVERLOADED:
+            got = ", ".join(type(a).__name__ for a in (s, x, *args))
+            raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), "
+                            "but expected one of:")
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(s).__name__}")
+    if name in ("sub", "subtract"):
+        _check_bool_sub(x, s)
+    dt = _scalar_operand(value(x._value), s, name in _DIVIDING).dtype
+    if type(s) is complex and dt.kind != "c":
+        dt = np.dtype(np.complex128 if dt == np.float64 else np.complex64)
+    r = getattr(_new(np.asarray(s, dt)), name)(x, *args, **kwargs)
+    node = _SCALAR_FIRST[name]
+    return r if node is None else _renamed(r, node, (x,))

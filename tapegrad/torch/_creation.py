@@ -416,11 +416,16 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 def hstack(tensors: Sequence[Tensor]) -> Tensor:
-    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+    """``cat`` along axis 1 (0 for vectors) of the inputs as ``atleast_1d``
+    makes them (a 0-d tensor: ``ViewBackward0``), as PyTorch does."""
+    ts = [t.reshape(1) if t.ndim == 0 else t for t in tensors]
+    return cat(ts, 0 if ts[0].ndim == 1 else 1)
 
 
 def vstack(tensors: Sequence[Tensor]) -> Tensor:
-    return cat([t.reshape(1, -1) if t.ndim == 1 else t for t in tensors], 0)
+    """``cat`` along axis 0 of the inputs as ``atleast_2d`` makes them (a
+    vector: ``UnsqueezeBackward0``; a 0-d tensor: ``ViewBackward0``), as PyTorch does."""
+    return cat([t.reshape(1, 1) if t.ndim == 0 else t.unsqueeze(0) if t.ndim == 1 else t for t in tensors], 0)
 
 
 def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa: A002

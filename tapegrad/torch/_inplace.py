@@ -105,6 +105,11 @@ def _write_view(b: Any, new: Any, kind: str, arg: Any) -> Any:
 _DONE = object()  # an in-place op that already wrote into the buffer
 
 
+def _tensors(*xs: Any) -> tuple[Any, ...]:
+    """An in-place op's other inputs as grad_fn edges: tensors, None for the rest."""
+    return tuple(x if isinstance(x, Tensor) else None for x in xs)
+
+
 class InplaceOps(_Base):
     """The methods this module adds to ``Tensor`` (installed by ``_ops.py``)."""
 
@@ -257,10 +262,14 @@ class InplaceOps(_Base):
         return self._inplace(name, op, (o,) if (o is not None or scalar_edge) else ())
 
     def add_(self, other: Any, alpha: Any = 1) -> Tensor:
+        if alpha != 1 and isinstance(other, Tensor):  # one AddBackward0 over self and other, as PyTorch's
+            return self._binary_(other, lambda a, b: _w.add(a, _w.multiply(b, alpha)), "AddBackward0")
         return self._binary_(other * alpha if alpha != 1 else other, _w.add, "AddBackward0")
 
     def sub_(self, other: Any, alpha: Any = 1) -> Tensor:
         _check_bool_sub(self, other)
+        if alpha != 1 and isinstance(other, Tensor):
+            return self._binary_(other, lambda a, b: _w.subtract(a, _w.multiply(b, alpha)), "SubBackward0")
         return self._binary_(other * alpha if alpha != 1 else other, _w.subtract, "SubBackward0")
 
     def mul_(self, other: Any) -> Tensor:
@@ -271,18 +280,22 @@ class InplaceOps(_Base):
                              scalar_edge=isinstance(other, Tensor))
 
     def pow_(self, exponent: Any) -> Tensor:
-        return self._binary_(exponent, _w.power, "PowBackward0", scalar_edge=False)
+        name = "PowBackward1" if isinstance(exponent, Tensor) else "PowBackward0"
+        return self._binary_(exponent, _w.power, name, scalar_edge=False)
 
+    # The composites below run the out-of-place op on the tensor's value inside
+    # the in-place step, so that one node (PyTorch's) takes self and the op's
+    # tensor arguments as its edges, and self's own gradient flows through it.
     def addcmul_(self, t1: Any, t2: Any, value: Any = 1) -> Tensor:
-        prod = t1 * t2 * value if value != 1 else t1 * t2
-        return self._binary_(prod, _w.add, "AddcmulBackward0")
+        return self._inplace("AddcmulBackward0", lambda a: _new(a).addcmul(t1, t2, value)._value, _tensors(t1, t2))
 
     def addcdiv_(self, t1: Any, t2: Any, value: Any = 1) -> Tensor:
-        q = t1 / t2 * value if value != 1 else t1 / t2
-        return self._binary_(q, _w.add, "AddcdivBackward0")
+        return self._inplace("AddcdivBackward0", lambda a: _new(a).addcdiv(t1, t2, value)._value, _tensors(t1, t2))
 
     def lerp_(self, end: Any, weight: Any) -> Tensor:
-        return self._binary_((end - self.detach()) * weight if not isinstance(end, Tensor) or not end.requires_grad else (end - self) * weight, _w.add, "LerpBackward0")
+        if isinstance(weight, Tensor):
+            return self._inplace("LerpBackward1", lambda a: _new(a).lerp(end, weight)._value, _tensors(end, weight))
+        return self._inplace("LerpBackward0", lambda a: _new(a).lerp(end, weight)._value, _tensors(end))
 
     def neg_(self) -> Tensor:
         return self._inplace("NegBackward0", lambda a: _w.negative(a))

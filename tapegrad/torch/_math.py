@@ -75,7 +75,7 @@ class MathOps(_Base):
         return self._rounding(np.sign, "SignBackward0")
 
     def sgn(self) -> Tensor:
-        return self.sign()
+        return self._rounding(np.sign, "SgnBackward0")
 
     def _rounding(self, fn: Any, name: str) -> Tensor:
         a = self._value
@@ -90,8 +90,12 @@ class MathOps(_Base):
     def ceil(self) -> Tensor:
         return self._rounding(np.ceil, "CeilBackward0")
 
-    def round(self, decimals: builtins.int = 0) -> Tensor:
-        return self._rounding(lambda v: np.round(v, decimals), "RoundBackward0")
+    def round(self, decimals: builtins.int | None = None) -> Tensor:
+        """Round half to even; PyTorch's node is ``RoundBackward1`` whenever
+        ``decimals`` is given (even ``decimals=0``)."""
+        if decimals is None:
+            return self._rounding(np.round, "RoundBackward0")
+        return self._rounding(lambda v: np.round(v, decimals), "RoundBackward1")
 
     def trunc(self) -> Tensor:
         return self._rounding(np.trunc, "TruncBackward0")

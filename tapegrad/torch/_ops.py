@@ -26,6 +26,7 @@ from tapegrad.scipy import special as tsp
 from tapegrad.torch import _graph
 from tapegrad.torch import _prims as P
 from tapegrad.torch._arith import ArithOps as A
+from tapegrad.torch._arith import scalar_first
 from tapegrad.torch._convert import ConvertOps
 from tapegrad.torch._creation import tensor
 from tapegrad.torch._indexing import IndexingOps as X
@@ -169,7 +170,7 @@ TABLE: tuple[Op, ...] = (
     op("abs", M.abs, "AbsBackward0", aliases=("absolute",), inplace=_unary_twin("abs", "AbsBackward0", False),
        inplace_node="AbsBackward0", function="abs absolute", prim="absolute"),
     op("sign", M.sign, "SignBackward0"),
-    op("sgn", M.sgn, "SignBackward0", function=False),
+    op("sgn", M.sgn, "SgnBackward0"),
     op("floor", M.floor, "FloorBackward0"),
     op("ceil", M.ceil, "CeilBackward0"),
     op("round", M.round, "RoundBackward0"),
@@ -218,7 +219,7 @@ TABLE: tuple[Op, ...] = (
     op("cumsum", R.cumsum, "CumsumBackward0"),
     op("cumprod", R.cumprod, "CumprodBackward0"),
     op("trace", R.trace, "TraceBackward0"),
-    op("diag", R.diag, "DiagBackward0"),
+    op("diag", R.diag, "DiagonalBackward0_copy"),
     op("diagonal", R.diagonal, "DiagonalBackward0"),
     op("triu", R.triu, "TriuBackward0"),
     op("tril", R.tril, "TrilBackward0"),
@@ -325,6 +326,8 @@ def _function_form(name: str) -> Callable[..., Any]:
     method = getattr(Tensor, name)
 
     def fn(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        if isinstance(input, (bool, int, float, complex)) and args and isinstance(args[0], Tensor):
+            return scalar_first(name, input, args[0], *args[1:], **kwargs)
         if not isinstance(input, Tensor):
             input = tensor(input)  # noqa: A001
         return method(input, *args, **kwargs)

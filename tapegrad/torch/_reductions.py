@@ -223,7 +223,7 @@ class ReductionOps(_Base):
         return _result(tnp.trace(self._value), "TraceBackward0", (self,))
 
     def diag(self, diagonal: builtins.int = 0) -> Tensor:
-        return _result(tnp.diag(self._value, diagonal), "DiagBackward0" if self.ndim == 2 else "DiagEmbedBackward0", (self,))
+        return _result(tnp.diag(self._value, diagonal), "DiagonalBackward0_copy" if self.ndim == 2 else "DiagEmbedBackward0", (self,))
 
     def diagonal(self, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
         return _viewed(_result(_w.diagonal(self._value, offset, dim1, dim2), "DiagonalBackward0", (self,)), self,

@@ -57,6 +57,34 @@ def _viewable(v: Any, shape: tuple[int, ...]) -> builtins.bool:
 
 
 
+def _infer_size(size: tuple[int, ...], numel: int) -> tuple[int, ...]:
+    """``size`` with its ``-1`` filled in for ``numel`` elements, or PyTorch's
+    RuntimeError (``infer_size``) where no such shape exists."""
+    infer = None
+    known = 1
+    for i, d in enumerate(size):
+        if d == -1:
+            if infer is not None:
+                raise RuntimeError("only one dimension can be inferred")
+            infer = i
+        elif d >= 0:
+            known *= d
+        else:
+            raise RuntimeError(f"invalid shape dimension {d} at index {i} of shape {_shown(size)}")
+    if numel == known or (infer is not None and known > 0 and numel % known == 0):
+        if infer is None:
+            return size
+        if known == 0:
+            raise RuntimeError(f"cannot reshape tensor of {numel} elements into shape {_shown(size)} because the "
+                               "unspecified dimension size -1 can be any value and is ambiguous")
+        return size[:infer] + (numel // known,) + size[infer + 1:]
+    raise RuntimeError(f"shape '{_shown(size)}' is invalid for input of size {numel}")
+
+
+def _shown(size: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(d) for d in size) + "]"
+
+
 CROSS_NO_DIM = (
     "Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
     "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
@@ -71,7 +99,7 @@ class ShapeOps(_Base):
     def view(self, *shape: Any) -> Tensor:
         if len(shape) == 1 and isinstance(shape[0], D.dtype):
             return _new(value(self._value).view(shape[0].np))
-        size = _shape_arg(shape)
+        size = _infer_size(_shape_arg(shape), self.numel())
         if not _viewable(value(self._value), size):
             raise RuntimeError(_VIEW_ERROR)
         return _viewed(_result(tnp.reshape(self._value, size), "ViewBackward0", (self,)), self, "shape", size)
@@ -81,7 +109,7 @@ class ShapeOps(_Base):
         names them: ``ViewBackward0`` (contiguous), ``ReshapeAliasBackward0``
         (a view of a non-contiguous tensor), ``UnsafeViewBackward0`` after a
         ``CloneBackward0`` (a copy)."""
-        size = _shape_arg(shape)
+        size = _infer_size(_shape_arg(shape), self.numel())
         a = self._value
         v = value(a)
         if type(a) is not Traced or _contiguous(v):

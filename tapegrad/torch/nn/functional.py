@@ -540,14 +540,15 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     if target.dtype.is_floating_point:
         if tuple(target.shape) != tuple(input.shape):
             raise RuntimeError("Expected floating point target to have the same shape as input")
+        prod = logp * target  # PyTorch's graph: -(logp * target * weight).sum(...) [/ batch: DivBackward1]
         if weight is not None:
             shape = [1] * input.ndim
             shape[dim] = -1
-            target = target * weight.reshape(*shape)
-        loss = -(logp * target).sum(dim)
+            prod = prod * weight.reshape(*shape)
+        if reduction == "none":
+            return -prod.sum(dim)
+        total = -prod.sum()
         if reduction == "sum":
-            return loss.sum()
-        if reduction == "mean":
-            return loss.sum() / (loss.numel() if loss.ndim else 1)  # PyTorch: DivBackward1
-        return loss
+            return total
+        return _result(_w.divide(total._value, input.numel() // input.shape[dim]), "DivBackward1", (total,))
     return nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
