@@ -550,5 +550,5 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
         total = -prod.sum()
         if reduction == "sum":
             return total
-        return _result(_w.divide(total._value, input.numel() // input.shape[dim]), "DivBackward1", (total,))
+        return _result(tnp.divide(total._value, input.numel() // input.shape[dim]), "DivBackward1", (total,))
     return nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
