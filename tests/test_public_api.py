@@ -9,13 +9,6 @@ What it takes from the rest of tapegrad must be public:
   ``_private`` module;
 - the names it imports from them, and the attributes it reads off them, have
   no leading underscore.
-
-``NOT_YET_CONVERTED`` lists the facade files that still reach into
-``tapegrad.numpy.wrap``; the test fails on a listed file that no longer does,
-so the list can only shrink. ``WRAP_RENAMES`` and ``PRIMS_ALIASES`` are the
-rewrite that empties it: each old spelling is checked to be the very object of
-its public name (so a textual rewrite changes no behaviour), and every
-``_w.name`` the listed files use is checked to have an entry.
 """
 
 from __future__ import annotations
@@ -38,53 +31,6 @@ PUBLIC_MODULES = {
     "tapegrad.scipy", "tapegrad.scipy.special",
     "tapegrad.tape", "tapegrad.tracer", "tapegrad.primitive", "tapegrad.backend", "tapegrad.pytree",
 }
-
-# Facade files that still use ``from tapegrad.numpy import wrap as _w`` (being edited
-# elsewhere). Rewrite each with WRAP_RENAMES, then remove it here: the list only shrinks.
-NOT_YET_CONVERTED = {
-    "tapegrad/torch/_arith.py",
-    "tapegrad/torch/_creation.py",
-    "tapegrad/torch/_indexing.py",
-    "tapegrad/torch/_inplace.py",
-    "tapegrad/torch/_math.py",
-    "tapegrad/torch/_ops.py",
-    "tapegrad/torch/_reductions.py",
-    "tapegrad/torch/_shape.py",
-    "tapegrad/torch/_tensor.py",
-}
-
-# ``_w.old`` (tapegrad.numpy.wrap) -> its public name: the same object.
-WRAP_RENAMES = {
-    # tapegrad.numpy: NumPy's names
-    **{n: f"tapegrad.numpy.{n}" for n in (
-        "absolute", "add", "amax", "amin", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
-        "arctanh", "broadcast_to", "clip", "conjugate", "copy", "cos", "cosh", "cumprod", "cumsum",
-        "diagonal", "divide", "exp", "exp2", "expm1", "flip", "fmod", "hypot", "imag", "log", "log10",
-        "log1p", "log2", "logaddexp", "matmul", "maximum", "minimum", "multiply", "negative", "power",
-        "prod", "real", "reciprocal", "remainder", "roll", "sin", "sinc", "sinh", "sqrt", "subtract",
-        "sum", "tan", "tanh", "transpose", "tril", "triu")},
-    # tapegrad.numpy.primitives: the primitives NumPy has no name for
-    "where3": "tapegrad.numpy.primitives.where_mask",
-    "Index": "tapegrad.numpy.primitives.NormalizedIndex",
-    "setitem": "tapegrad.numpy.primitives.index_set",
-    "index_add": "tapegrad.numpy.primitives.scatter_add",
-    "logsumexp": "tapegrad.numpy.primitives.logsumexp",
-    "mean": "tapegrad.numpy.primitives.mean",
-    "linear": "tapegrad.numpy.primitives.linear",
-    "weighted_sum": "tapegrad.numpy.primitives.weighted_sum",
-}
-
-# ``P.old`` (tapegrad.torch._prims) aliases of primitives that moved out -> their home.
-# Remove each from _prims.py once no facade module (nor test) spells it ``P.old``.
-PRIMS_ALIASES = {
-    "mean": "tapegrad.numpy.primitives.mean",
-    "linear": "tapegrad.numpy.primitives.linear",
-    "nll": "tapegrad.numpy.primitives.weighted_sum",
-    "softmax": "tapegrad.scipy.special.softmax",
-    "log_softmax": "tapegrad.scipy.special.log_softmax",
-    "sigmoid": "tapegrad.scipy.special.expit",
-}
-
 
 def _resolve(dotted: str) -> Any:
     mod, _, name = dotted.rpartition(".")
@@ -161,16 +107,10 @@ def _violations_in(source: str, path: str) -> list[str]:
     return sorted(set(out), key=lambda s: (int(s.partition(":")[0]), s))
 
 
-@pytest.mark.parametrize("path", [p for p in _facade_files() if p not in NOT_YET_CONVERTED])
+@pytest.mark.parametrize("path", list(_facade_files()))
 def test_facade_module_uses_public_names_only(path: str) -> None:
     bad = _violations(path)
     assert not bad, f"{path} uses private parts of tapegrad:\n  " + "\n  ".join(bad)
-
-
-@pytest.mark.parametrize("path", sorted(NOT_YET_CONVERTED))
-def test_allow_list_only_shrinks(path: str) -> None:
-    assert os.path.isfile(os.path.join(ROOT, path)), f"{path} is gone: remove it from NOT_YET_CONVERTED"
-    assert _violations(path), f"{path} uses public names only now: remove it from NOT_YET_CONVERTED"
 
 
 def test_the_checker_sees_private_uses() -> None:
@@ -188,33 +128,6 @@ def test_the_checker_sees_private_uses() -> None:
         "2: module tapegrad.numpy.wrap", "3: module tapegrad.numpy.derived", "4: name tapegrad.tape._walk",
         "7: module tapegrad.numpy.wrap", "7: name tapegrad.numpy._np", "7: name tapegrad.tape._stack",
     ]
-
-
-@pytest.mark.parametrize("old", sorted(WRAP_RENAMES))
-def test_wrap_rename_is_the_same_object(old: str) -> None:
-    from tapegrad.numpy import wrap
-
-    assert getattr(wrap, old) is _resolve(WRAP_RENAMES[old])
-
-
-@pytest.mark.parametrize("old", sorted(PRIMS_ALIASES))
-def test_prims_alias_is_the_same_object(old: str) -> None:
-    from tapegrad.torch import _prims
-
-    assert getattr(_prims, old) is _resolve(PRIMS_ALIASES[old])
-
-
-def _wrap_names_used(path: str) -> set[str]:
-    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
-        tree = ast.parse(f.read(), path)
-    return {n.attr for n in ast.walk(tree)
-            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "_w"}
-
-
-@pytest.mark.parametrize("path", sorted(NOT_YET_CONVERTED))
-def test_every_wrap_name_left_has_a_public_name(path: str) -> None:
-    missing = _wrap_names_used(path) - set(WRAP_RENAMES)
-    assert not missing, f"{path} uses _w.{sorted(missing)} with no entry in WRAP_RENAMES"
 
 
 def test_public_modules_document_their_names() -> None:

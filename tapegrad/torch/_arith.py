@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import tapegrad.numpy as tnp
-from tapegrad.numpy import wrap as _w
 from tapegrad.torch._graph import (
     SCALAR_TYPE,
 )
@@ -88,7 +87,7 @@ class ArithOps(_Base):
     # --- arithmetic ----------------------------------------------------------------------------------
     def _arith(self, other: Any, fn: Any, name: str, div: builtins.bool = False) -> Tensor:
         """``fn(self, other)`` with PyTorch's promotion, named ``name``."""
-        if fn is _w.subtract:
+        if fn is tnp.subtract:
             _check_bool_sub(self, other)
         a, b, o = _operands(self, other, div)
         t = _rec2(fn.primitive, a, b, name, (self, o))
@@ -104,15 +103,15 @@ class ArithOps(_Base):
     def __rsub__(self, other: Any) -> Tensor:
         _check_bool_sub(self, other)
         a, b, o = _operands(self, other)
-        return _result(_w.subtract(b, a), "RsubBackward1", (self,))
+        return _result(tnp.subtract(b, a), "RsubBackward1", (self,))
 
     __mul__ = __rmul__ = _operator(_MUL, "MulBackward0")
     __truediv__ = _operator(_DIV, "DivBackward0", div=True)
 
     def __rtruediv__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other, div=True)
-        r = _result(_w.reciprocal(a), "ReciprocalBackward0", (self,))
-        return _result(_w.multiply(r._value, b), "MulBackward0", (r, None))
+        r = _result(tnp.reciprocal(a), "ReciprocalBackward0", (self,))
+        return _result(tnp.multiply(r._value, b), "MulBackward0", (r, None))
 
     def __floordiv__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
@@ -125,22 +124,22 @@ class ArithOps(_Base):
     def __mod__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
         if o is not None:
-            return _result(_w.remainder(a, b), "RemainderBackward1", (self, o))
-        return _result(_w.remainder(a, b), "RemainderBackward0", (self,))
+            return _result(tnp.remainder(a, b), "RemainderBackward1", (self, o))
+        return _result(tnp.remainder(a, b), "RemainderBackward0", (self,))
 
     def __rmod__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
-        return _result(_w.remainder(b, a), "RemainderBackward1", (self,))
+        return _result(tnp.remainder(b, a), "RemainderBackward1", (self,))
 
     def __pow__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
         if o is None:
-            return _result(_w.power(a, b), "PowBackward0", (self,))
-        return _result(_w.power(a, b), "PowBackward1", (self, o))
+            return _result(tnp.power(a, b), "PowBackward0", (self,))
+        return _result(tnp.power(a, b), "PowBackward1", (self, o))
 
     def __rpow__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
-        return _result(_w.power(b, a), "PowBackward2", (self,))
+        return _result(tnp.power(b, a), "PowBackward2", (self,))
 
     def __matmul__(self, other: Any) -> Tensor:
         a, b = self._value, _v(other)
@@ -165,7 +164,7 @@ class ArithOps(_Base):
             t = _rec2(_MATMUL, a, b, name, (self, other))
             if t is not None:
                 return t
-        return _result(_w.matmul(a, b), name, (self, other))
+        return _result(tnp.matmul(a, b), name, (self, other))
 
     def __rmatmul__(self, other: Any) -> Tensor:
         return _as_tensor(other).__matmul__(self)
@@ -174,7 +173,7 @@ class ArithOps(_Base):
         if self._value.dtype == np.bool_:
             raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
                                "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
-        return _result(_w.negative(self._value), "NegBackward0", (self,))
+        return _result(tnp.negative(self._value), "NegBackward0", (self,))
 
     def __pos__(self) -> Tensor:
         return self
@@ -328,7 +327,7 @@ class ArithOps(_Base):
         if a.dtype != b.dtype:
             raise RuntimeError(f"expected scalar type {SCALAR_TYPE[a.dtype.name]} but found "
                                f"{SCALAR_TYPE[b.dtype.name]}")
-        return _result(_w.matmul(a, b), "BmmBackward0", (self, other))
+        return _result(tnp.matmul(a, b), "BmmBackward0", (self, other))
 
     # (added for nn.Linear) ``torch.addmm``: one node, named as PyTorch names it
     def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
@@ -338,12 +337,12 @@ class ArithOps(_Base):
         if a.ndim != 2 or b.ndim != 2:
             raise RuntimeError(f"mat1 must be a matrix, got {a.ndim}-D tensor" if a.ndim != 2
                                else f"mat2 must be a matrix, got {b.ndim}-D tensor")
-        m = _w.matmul(a, b)
+        m = tnp.matmul(a, b)
         if alpha != 1:
-            m = _w.multiply(m, alpha)
+            m = tnp.multiply(m, alpha)
         if beta != 1:
-            s = _w.multiply(s, beta)
-        return _result(_w.add(m, s), "AddmmBackward0", (self, mat1, mat2))
+            s = tnp.multiply(s, beta)
+        return _result(tnp.add(m, s), "AddmmBackward0", (self, mat1, mat2))
 
     def addcmul(self, t1: Any, t2: Any, value: Any = 1) -> Tensor:
         r = self + t1 * t2 * value if value != 1 else self + t1 * t2
@@ -367,10 +366,10 @@ def _matmul_composite(x: Tensor, y: Tensor, a: Any, b: Any) -> Tensor:
     into one product, ``UnsafeViewBackward0 <- Mm/MvBackward0 <- ViewBackward0``."""
     if a.ndim == 1:
         u = _result(tnp.expand_dims(a, 0), "UnsqueezeBackward0", (x,))
-        m = _result(_w.matmul(u._value, b), "MmBackward0", (u, y))
+        m = _result(tnp.matmul(u._value, b), "MmBackward0", (u, y))
         return _result(tnp.squeeze(m._value, 0), "SqueezeBackward4", (m,))
     f = _result(tnp.reshape(a, (-1, a.shape[-1])), "ViewBackward0", (x,))
-    m = _result(_w.matmul(f._value, b), "MmBackward0" if b.ndim == 2 else "MvBackward0", (f, y))
+    m = _result(tnp.matmul(f._value, b), "MmBackward0" if b.ndim == 2 else "MvBackward0", (f, y))
     return _result(tnp.reshape(m._value, a.shape[:-1] + b.shape[1:]), "UnsafeViewBackward0", (m,))
 
 

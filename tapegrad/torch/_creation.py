@@ -10,7 +10,7 @@ from typing import Any, cast
 import numpy as np
 
 import tapegrad.numpy as tnp
-from tapegrad.numpy import wrap as _w
+from tapegrad.numpy import primitives as tp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._graph import GT, SCALAR_TYPE, bump
 from tapegrad.torch._promote import _promote, _shape_arg
@@ -441,7 +441,7 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa:
     elif isinstance(other, Tensor):
         a = np.asarray(a, dtype=b.dtype)
     ins = tuple(x if isinstance(x, Tensor) else None for x in (input, other))
-    return _result(_w.where3(c, a, b), "WhereBackward0", ins)
+    return _result(tp.where_mask(c, a, b), "WhereBackward0", ins)
 
 
 def einsum(equation: str, *operands: Any) -> Tensor:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import tapegrad.numpy as tnp
-from tapegrad.numpy import wrap as _w
+from tapegrad.numpy import primitives as tp
 from tapegrad.torch._graph import (
     SCALAR_TYPE,
     fused_edge,
@@ -75,14 +75,14 @@ def _put(x: Tensor, key: tuple[Any, ...], v: Any, src: Tensor | None, name: str)
     a = x._value
     dt = value(a).dtype
     v = _cast(v, dt) if src is not None else np.asarray(v, dt)
-    return _result(_w.setitem(a, _w.Index(key, a.ndim), v), name, (x,) if src is None else (x, src))
+    return _result(tp.index_set(a, tp.NormalizedIndex(key, a.ndim), v), name, (x,) if src is None else (x, src))
 
 
 def _added(x: Tensor, key: tuple[Any, ...], v: Any, src: Tensor, name: str) -> Tensor:
     """``x`` with values ``v`` of tensor ``src`` added at NumPy index ``key``
     (repeated positions add up): node ``name`` with inputs ``x`` and ``src``."""
     a = x._value
-    return _result(_w.add(a, _w.index_add(v, _w.Index(key, a.ndim), a.shape, 0)), name, (x, src))
+    return _result(tnp.add(a, tp.scatter_add(v, tp.NormalizedIndex(key, a.ndim), a.shape, 0)), name, (x, src))
 
 
 def _index_key(key: Any) -> Any:
@@ -188,7 +188,7 @@ class IndexingOps(_Base):
         a = self._value
         shape = _broadcast_shape(m.shape, a.shape)
         if a.shape != shape:
-            a = _w.broadcast_to(a, shape)
+            a = tnp.broadcast_to(a, shape)
         return _result(a[np.broadcast_to(m, shape)], "MaskedSelectBackward0", (self,))
 
 
@@ -233,7 +233,7 @@ class IndexingOps(_Base):
                                f"source.size(dim): ({s.shape[d]}), for dim: {d}")
         _check_bounds(idx, a.shape[d], d)
         if alpha != 1:
-            s = _w.multiply(s, alpha)
+            s = tnp.multiply(s, alpha)
         return _added(self, (slice(None),) * d + (idx,), s, source, "IndexAddBackward0")
 
     def index_fill(self, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
@@ -290,7 +290,7 @@ class IndexingOps(_Base):
 
         def setitem(a: Any) -> Any:
             if type(a) is Traced or type(val) is Traced:
-                return _w.setitem(a, _w.Index(k, a.ndim), val)
+                return tp.index_set(a, tp.NormalizedIndex(k, a.ndim), val)
             if not a.flags.writeable:
                 a = self._value = a.copy()
             a[k] = value(val)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import tapegrad.numpy as tnp
-from tapegrad.numpy import wrap as _w
+from tapegrad.numpy import primitives as tp
 from tapegrad.torch._arith import _check_bool_sub
 from tapegrad.torch._graph import (
     GT,
@@ -82,11 +82,11 @@ def _read_view(b: Any, kind: str, arg: Any) -> Any:
     if kind == "index":
         return b[arg]
     if kind == "perm":
-        return _w.transpose(b, arg)
+        return tnp.transpose(b, arg)
     if kind == "expand":
-        return _w.broadcast_to(b, arg)
+        return tnp.broadcast_to(b, arg)
     if kind == "diagonal":
-        return _w.diagonal(b, *arg)
+        return tnp.diagonal(b, *arg)
     if kind == "multi":
         return b[arg[2]]
     return tnp.reshape(b, arg)
@@ -95,9 +95,9 @@ def _read_view(b: Any, kind: str, arg: Any) -> Any:
 def _write_view(b: Any, new: Any, kind: str, arg: Any) -> Any:
     """The base's value once its view (of ``kind``) holds ``new``."""
     if kind == "index":
-        return _w.setitem(b, _w.Index(arg, b.ndim), new)
+        return tp.index_set(b, tp.NormalizedIndex(arg, b.ndim), new)
     if kind == "perm":
-        return _w.transpose(new, tuple(np.argsort(arg)))
+        return tnp.transpose(new, tuple(np.argsort(arg)))
     return tnp.reshape(new, b.shape)
 
 
@@ -263,25 +263,25 @@ class InplaceOps(_Base):
 
     def add_(self, other: Any, alpha: Any = 1) -> Tensor:
         if alpha != 1 and isinstance(other, Tensor):  # one AddBackward0 over self and other, as PyTorch's
-            return self._binary_(other, lambda a, b: _w.add(a, _w.multiply(b, alpha)), "AddBackward0")
-        return self._binary_(other * alpha if alpha != 1 else other, _w.add, "AddBackward0")
+            return self._binary_(other, lambda a, b: tnp.add(a, tnp.multiply(b, alpha)), "AddBackward0")
+        return self._binary_(other * alpha if alpha != 1 else other, tnp.add, "AddBackward0")
 
     def sub_(self, other: Any, alpha: Any = 1) -> Tensor:
         _check_bool_sub(self, other)
         if alpha != 1 and isinstance(other, Tensor):
-            return self._binary_(other, lambda a, b: _w.subtract(a, _w.multiply(b, alpha)), "SubBackward0")
-        return self._binary_(other * alpha if alpha != 1 else other, _w.subtract, "SubBackward0")
+            return self._binary_(other, lambda a, b: tnp.subtract(a, tnp.multiply(b, alpha)), "SubBackward0")
+        return self._binary_(other * alpha if alpha != 1 else other, tnp.subtract, "SubBackward0")
 
     def mul_(self, other: Any) -> Tensor:
-        return self._binary_(other, _w.multiply, "MulBackward0")
+        return self._binary_(other, tnp.multiply, "MulBackward0")
 
     def div_(self, other: Any) -> Tensor:
-        return self._binary_(other, _w.divide, "DivBackward0", div=True,
+        return self._binary_(other, tnp.divide, "DivBackward0", div=True,
                              scalar_edge=isinstance(other, Tensor))
 
     def pow_(self, exponent: Any) -> Tensor:
         name = "PowBackward1" if isinstance(exponent, Tensor) else "PowBackward0"
-        return self._binary_(exponent, _w.power, name, scalar_edge=False)
+        return self._binary_(exponent, tnp.power, name, scalar_edge=False)
 
     # The composites below run the out-of-place op on the tensor's value inside
     # the in-place step, so that one node (PyTorch's) takes self and the op's
@@ -298,7 +298,7 @@ class InplaceOps(_Base):
         return self._inplace("LerpBackward0", lambda a: _new(a).lerp(end, weight)._value, _tensors(end))
 
     def neg_(self) -> Tensor:
-        return self._inplace("NegBackward0", lambda a: _w.negative(a))
+        return self._inplace("NegBackward0", lambda a: tnp.negative(a))
 
 
     def zero_(self) -> Tensor:
@@ -311,7 +311,7 @@ class InplaceOps(_Base):
 
         def op(a: Any) -> Any:
             if type(f) is Traced or (type(a) is Traced and GT.active):
-                return _w.broadcast_to(_cast(tnp.asarray(f) if type(f) is Traced else np.asarray(f, value(a).dtype), value(a).dtype), a.shape) + a * 0
+                return tnp.broadcast_to(_cast(tnp.asarray(f) if type(f) is Traced else np.asarray(f, value(a).dtype), value(a).dtype), a.shape) + a * 0
             return np.full(np.shape(value(a)), value(f), dtype=value(a).dtype)
 
         return self._inplace("FillBackward2" if not isinstance(fill, Tensor) else "FillBackward3", op,
@@ -323,7 +323,7 @@ class InplaceOps(_Base):
 
         def op(a: Any) -> Any:
             if type(s) is Traced or (type(a) is Traced and GT.active):
-                return _w.broadcast_to(_cast(s, value(a).dtype), a.shape) + a * 0
+                return tnp.broadcast_to(_cast(s, value(a).dtype), a.shape) + a * 0
             return value(s)
 
         return self._inplace("CopyBackwards", op, (src if isinstance(src, Tensor) else None,))

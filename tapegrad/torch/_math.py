@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import tapegrad.numpy as tnp
-from tapegrad.numpy import wrap as _w
+from tapegrad.numpy import primitives as tp
 from tapegrad.scipy import special as tsp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _prims as P
@@ -55,10 +55,10 @@ class MathOps(_Base):
 
 
     def rsqrt(self) -> Tensor:
-        return self._unary(lambda a: _w.reciprocal(_w.sqrt(a)), "RsqrtBackward0")
+        return self._unary(lambda a: tnp.reciprocal(tnp.sqrt(a)), "RsqrtBackward0")
 
     def square(self) -> Tensor:
-        return _result(_w.power(self._value, 2), "PowBackward0", (self,))
+        return _result(tnp.power(self._value, 2), "PowBackward0", (self,))
 
 
 
@@ -66,7 +66,7 @@ class MathOps(_Base):
         return _result(P.relu(self._value), "ReluBackward0", (self,))
 
     def abs(self) -> Tensor:
-        return _result(_w.absolute(self._value), "AbsBackward0", (self,))
+        return _result(tnp.absolute(self._value), "AbsBackward0", (self,))
 
     absolute = abs
 
@@ -128,7 +128,7 @@ class MathOps(_Base):
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
         if isinstance(min, builtins.float) or isinstance(max, builtins.float):
             a = _scalar_operand(a, 1.0)
-        return _result(_w.clip(a, min, max), "ClampBackward1", (self,))
+        return _result(tnp.clip(a, min, max), "ClampBackward1", (self,))
 
     clip = clamp
 
@@ -146,15 +146,15 @@ class MathOps(_Base):
 
     def maximum(self, other: Tensor) -> Tensor:
         a, b, o = _operands(self, other)
-        return _result(_w.maximum(a, b), "MaximumBackward0", (self, o))
+        return _result(tnp.maximum(a, b), "MaximumBackward0", (self, o))
 
     def minimum(self, other: Tensor) -> Tensor:
         a, b, o = _operands(self, other)
-        return _result(_w.minimum(a, b), "MinimumBackward0", (self, o))
+        return _result(tnp.minimum(a, b), "MinimumBackward0", (self, o))
 
     def atan2(self, other: Tensor) -> Tensor:
         a, b, o = _operands(self, other)
-        return _result(_w.arctan2(a, b), "Atan2Backward0", (self, o))
+        return _result(tnp.arctan2(a, b), "Atan2Backward0", (self, o))
 
     arctan2 = atan2
 
@@ -166,14 +166,14 @@ class MathOps(_Base):
     def masked_fill(self, mask: Any, value_: Any) -> Tensor:
         a = self._value
         fill = _v(value_)
-        return _result(_w.where3(value(_v(mask)), fill if not isinstance(fill, (builtins.float, builtins.int)) else np.asarray(fill, a.dtype), a),
+        return _result(tp.where_mask(value(_v(mask)), fill if not isinstance(fill, (builtins.float, builtins.int)) else np.asarray(fill, a.dtype), a),
                        "MaskedFillBackward0", (self,))
 
     def softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
-        return self._softmax(P.softmax, dim, dtype, "SoftmaxBackward0")
+        return self._softmax(tsp.softmax, dim, dtype, "SoftmaxBackward0")
 
     def log_softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
-        return self._softmax(P.log_softmax, dim, dtype, "LogSoftmaxBackward0")
+        return self._softmax(tsp.log_softmax, dim, dtype, "LogSoftmaxBackward0")
 
     def _softmax(self, fn: Any, dim: builtins.int, dtype: Any, name: str) -> Tensor:
         """``fn`` (softmax or log_softmax) along ``dim``, computed in ``dtype``
@@ -210,11 +210,11 @@ class MathOps(_Base):
 
     def remainder(self, other: Any) -> Tensor:
         """Python's modulo: the result has the sign of ``other``."""
-        return self._modulo(other, _w.remainder, "remainder")
+        return self._modulo(other, tnp.remainder, "remainder")
 
     def fmod(self, other: Any) -> Tensor:
         """C's modulo: the result has the sign of ``self``."""
-        return self._modulo(other, _w.fmod, "fmod")
+        return self._modulo(other, tnp.fmod, "fmod")
 
     def _float_pair(self, other: Any, fn: Any, op: str, name: str) -> Tensor:
         """``fn(self, other)`` for an op PyTorch defines on two floating tensors."""
@@ -227,11 +227,11 @@ class MathOps(_Base):
 
     def hypot(self, other: Tensor) -> Tensor:
         """``sqrt(self**2 + other**2)``; its gradient at (0, 0) is NaN, as PyTorch's."""
-        return self._float_pair(other, _w.hypot, "hypot", "HypotBackward0")
+        return self._float_pair(other, tnp.hypot, "hypot", "HypotBackward0")
 
     def logaddexp(self, other: Tensor) -> Tensor:
         """``log(exp(self) + exp(other))``, computed stably."""
-        return self._float_pair(other, _w.logaddexp, "logaddexp", "LogaddexpBackward0")
+        return self._float_pair(other, tnp.logaddexp, "logaddexp", "LogaddexpBackward0")
 
 
     def logit(self, eps: builtins.float | None = None) -> Tensor:
@@ -242,12 +242,12 @@ class MathOps(_Base):
         if a.dtype.kind in "biu":
             a = _cast(a, _default_float())
         if eps is not None:
-            a = _w.clip(a, eps, 1 - eps)
+            a = tnp.clip(a, eps, 1 - eps)
         else:
             v = value(a)
             outside = (v < 0) | (v > 1)
             if outside.any():
-                a = _w.multiply(a, np.where(outside, np.nan, 1).astype(v.dtype))
+                a = tnp.multiply(a, np.where(outside, np.nan, 1).astype(v.dtype))
         with np.errstate(divide="ignore", invalid="ignore"):
             return _result(tsp.logit(a), "LogitBackward0", (self,))
 
@@ -260,7 +260,7 @@ class MathOps(_Base):
         if v.dtype.kind not in "fc":
             return _new(v.copy())
         clean = np.nan_to_num(v, nan=nan, posinf=posinf, neginf=neginf)
-        return _result(_w.where3(np.isfinite(v), a, clean), "NanToNumBackward0", (self,))
+        return _result(tp.where_mask(np.isfinite(v), a, clean), "NanToNumBackward0", (self,))
 
     def xlogy(self, other: Any) -> Tensor:
         """``self * log(other)``, 0 where ``self`` is 0 (unless ``other`` is NaN).
@@ -273,7 +273,7 @@ class MathOps(_Base):
         # (where3 passes a zero cotangent to log there, whose rule divides it by y: 0 / 0 at y = 0)
         zero = (xv == 0) & ((yv <= 0) | (yv == np.inf))
         with np.errstate(divide="ignore", invalid="ignore"):
-            r = _w.multiply(a, _w.where3(zero, 0.0, _w.log(b)))
+            r = tnp.multiply(a, tp.where_mask(zero, 0.0, tnp.log(b)))
         if o is None:
             return _result(r, "XlogyBackward2", (self,))
         return _result(r, "XlogyBackward0", (self, o))

@@ -21,10 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tapegrad.numpy import wrap as _w
+import tapegrad.numpy as tnp
 from tapegrad.scipy import special as tsp
 from tapegrad.torch import _graph
-from tapegrad.torch import _prims as P
 from tapegrad.torch._arith import ArithOps as A
 from tapegrad.torch._arith import scalar_first
 from tapegrad.torch._convert import ConvertOps
@@ -138,30 +137,30 @@ TABLE: tuple[Op, ...] = (
     op("logical_and", A.logical_and, None),
     op("logical_or", A.logical_or, None),
     # --- elementwise math: one primitive each ---
-    unary("exp", _w.exp, "ExpBackward0", inplace=True),
-    unary("exp2", _w.exp2, "Exp2Backward0"),
-    unary("expm1", _w.expm1, "Expm1Backward0"),
-    unary("log", _w.log, "LogBackward0", inplace=True, saves_output=False),
-    unary("log2", _w.log2, "Log2Backward0"),
-    unary("log10", _w.log10, "Log10Backward0"),
-    unary("log1p", _w.log1p, "Log1PBackward0"),
-    unary("sqrt", _w.sqrt, "SqrtBackward0", inplace=True),
-    unary("sin", _w.sin, "SinBackward0"),
-    unary("cos", _w.cos, "CosBackward0"),
-    unary("tan", _w.tan, "TanBackward0"),
-    unary("asin", _w.arcsin, "AsinBackward0", aliases=("arcsin",), function="asin"),
-    unary("acos", _w.arccos, "AcosBackward0", aliases=("arccos",), function="acos"),
-    unary("atan", _w.arctan, "AtanBackward0", aliases=("arctan",), function="atan"),
-    unary("sinh", _w.sinh, "SinhBackward0"),
-    unary("cosh", _w.cosh, "CoshBackward0"),
-    unary("tanh", _w.tanh, "TanhBackward0", inplace=True),
-    unary("asinh", _w.arcsinh, "AsinhBackward0"),
-    unary("acosh", _w.arccosh, "AcoshBackward0"),
-    unary("atanh", _w.arctanh, "AtanhBackward0"),
-    unary("sigmoid", P.sigmoid, "SigmoidBackward0", inplace=True),
-    unary("reciprocal", _w.reciprocal, "ReciprocalBackward0"),
+    unary("exp", tnp.exp, "ExpBackward0", inplace=True),
+    unary("exp2", tnp.exp2, "Exp2Backward0"),
+    unary("expm1", tnp.expm1, "Expm1Backward0"),
+    unary("log", tnp.log, "LogBackward0", inplace=True, saves_output=False),
+    unary("log2", tnp.log2, "Log2Backward0"),
+    unary("log10", tnp.log10, "Log10Backward0"),
+    unary("log1p", tnp.log1p, "Log1PBackward0"),
+    unary("sqrt", tnp.sqrt, "SqrtBackward0", inplace=True),
+    unary("sin", tnp.sin, "SinBackward0"),
+    unary("cos", tnp.cos, "CosBackward0"),
+    unary("tan", tnp.tan, "TanBackward0"),
+    unary("asin", tnp.arcsin, "AsinBackward0", aliases=("arcsin",), function="asin"),
+    unary("acos", tnp.arccos, "AcosBackward0", aliases=("arccos",), function="acos"),
+    unary("atan", tnp.arctan, "AtanBackward0", aliases=("arctan",), function="atan"),
+    unary("sinh", tnp.sinh, "SinhBackward0"),
+    unary("cosh", tnp.cosh, "CoshBackward0"),
+    unary("tanh", tnp.tanh, "TanhBackward0", inplace=True),
+    unary("asinh", tnp.arcsinh, "AsinhBackward0"),
+    unary("acosh", tnp.arccosh, "AcoshBackward0"),
+    unary("atanh", tnp.arctanh, "AtanhBackward0"),
+    unary("sigmoid", tsp.expit, "SigmoidBackward0", inplace=True),
+    unary("reciprocal", tnp.reciprocal, "ReciprocalBackward0"),
     unary("erf", tsp.erf, "ErfBackward0"),
-    unary("sinc", _w.sinc, "SincBackward0"),
+    unary("sinc", tnp.sinc, "SincBackward0"),
     # --- elementwise math: bespoke ---
     op("rsqrt", M.rsqrt, "RsqrtBackward0"),
     op("square", M.square, "PowBackward0"),

@@ -32,10 +32,6 @@ Rules are written with public tapegrad.numpy functions (so
 ``create_graph=True`` differentiates them again) and accept cotangents and
 tangents with leading batch axes (axes are counted from the end).
 
-The names at the end (``mean``, ``softmax``, ``log_softmax``, ``linear``,
-``nll``, ``sigmoid``) are aliases of their tapegrad.numpy and tapegrad.scipy
-homes, kept while the facade modules not yet rewritten still spell them
-``P.name``; they go once those modules import the public names.
 """
 
 from __future__ import annotations
@@ -48,11 +44,10 @@ import tapegrad.numpy as tnp
 from tapegrad.backend import array_module, device_of
 from tapegrad.numpy import primitives as tp
 from tapegrad.primitive import defjvp, defvjp, primitive
-from tapegrad.scipy.special import expit, log_softmax, softmax
+from tapegrad.scipy.special import expit
 from tapegrad.tracer import value
 
-__all__ = ["bce", "bce_logits", "elu", "linear", "log_softmax", "mean", "nll", "norm_sqrt", "relu", "sigmoid",
-           "softmax", "stepped", "to_device"]
+__all__ = ["bce", "bce_logits", "elu", "norm_sqrt", "relu", "stepped", "to_device"]
 
 
 def _relu(x: Any) -> Any:
@@ -188,11 +183,3 @@ def _bce_logits_dy(ans: Any, x: Any, y: Any, pw: Any) -> Any:
 
 defvjp(bce_logits, _bce_logits_dx, _bce_logits_dy, None)
 defjvp(bce_logits, _bce_logits_dx, _bce_logits_dy, None)
-
-
-# --- aliases of the public homes, until the remaining ``P.name`` spellings go ---------------------
-sigmoid = expit  # tapegrad.scipy.special.expit
-mean = tp.mean  # tapegrad.numpy.primitives.mean
-linear = tp.linear  # tapegrad.numpy.primitives.linear
-nll = tp.weighted_sum  # tapegrad.numpy.primitives.weighted_sum
-# (softmax, log_softmax: imported above from tapegrad.scipy.special)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import tapegrad.numpy as tnp
-from tapegrad.numpy import wrap as _w
+from tapegrad.numpy import primitives as tp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _prims as P
 from tapegrad.torch._graph import (
@@ -90,18 +90,18 @@ class ReductionOps(_Base):
                 t = _rec1(_SUM, a, "SumBackward0", self)
                 if t is not None:
                     return t
-            return _result(_w.sum(a, dtype=dt), "SumBackward0", (self,))
+            return _result(tnp.sum(a, dtype=dt), "SumBackward0", (self,))
         axis = _dims(dim, a.ndim)
         if dt is None:
             t = _rec1(_SUM, a, "SumBackward1", self, {"axis": axis, "keepdims": keepdim})
             if t is not None:
                 return t
-        return _result(_w.sum(a, axis=axis, keepdims=keepdim, dtype=dt), "SumBackward1", (self,))
+        return _result(tnp.sum(a, axis=axis, keepdims=keepdim, dtype=dt), "SumBackward1", (self,))
 
     def nansum(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         a = self._value
-        clean = _w.where3(np.isnan(value(a)), np.zeros((), a.dtype), a)
-        return _result(_w.sum(clean, axis=_dims(dim, a.ndim), keepdims=keepdim), "NansumBackward0", (self,))
+        clean = tp.where_mask(np.isnan(value(a)), np.zeros((), a.dtype), a)
+        return _result(tnp.sum(clean, axis=_dims(dim, a.ndim), keepdims=keepdim), "NansumBackward0", (self,))
 
     def mean(self, dim: Any = None, keepdim: builtins.bool = False, dtype: Any = None) -> Tensor:
         a = self._value
@@ -115,13 +115,13 @@ class ReductionOps(_Base):
         kw = None if dim is None else {"axis": _dims(dim, a.ndim), "keepdims": keepdim}
         name = "MeanBackward0" if dim is None else "MeanBackward1"
         t = _rec1(_MEAN, a, name, self, kw)
-        return t if t is not None else _result(P.mean(a, **(kw or {})), name, (self,))
+        return t if t is not None else _result(tp.mean(a, **(kw or {})), name, (self,))
 
     def prod(self, dim: Any = None, keepdim: builtins.bool = False, dtype: Any = None) -> Tensor:
         a = self._value
         if dim is None:
-            return _result(_w.prod(a), "ProdBackward0", (self,))
-        return _result(_w.prod(a, axis=dim, keepdims=keepdim), "ProdBackward1", (self,))
+            return _result(tnp.prod(a), "ProdBackward0", (self,))
+        return _result(tnp.prod(a, axis=dim, keepdims=keepdim), "ProdBackward1", (self,))
 
     def _minmax(self, dim: Any, keepdim: builtins.bool, reducer: Any, arg: Any, name: str, other: Any = None) -> Any:
         a = self._value
@@ -140,18 +140,18 @@ class ReductionOps(_Base):
         return _ReturnTypes(_result(vals, f"{cap}Backward0", (self,)), _new(np.asarray(idx, np.int64)), name)
 
     def max(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
-        return self._minmax(dim, keepdim, _w.amax, np.argmax, "max")
+        return self._minmax(dim, keepdim, tnp.amax, np.argmax, "max")
 
     def min(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
-        return self._minmax(dim, keepdim, _w.amin, np.argmin, "min")
+        return self._minmax(dim, keepdim, tnp.amin, np.argmin, "min")
 
     def amax(self, dim: Any = (), keepdim: builtins.bool = False) -> Tensor:
         d = None if dim == () else _dims(dim, self.ndim)
-        return _result(_w.amax(self._value, axis=d, keepdims=keepdim), "AmaxBackward0", (self,))
+        return _result(tnp.amax(self._value, axis=d, keepdims=keepdim), "AmaxBackward0", (self,))
 
     def amin(self, dim: Any = (), keepdim: builtins.bool = False) -> Tensor:
         d = None if dim == () else _dims(dim, self.ndim)
-        return _result(_w.amin(self._value, axis=d, keepdims=keepdim), "AminBackward0", (self,))
+        return _result(tnp.amin(self._value, axis=d, keepdims=keepdim), "AminBackward0", (self,))
 
     def argmax(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         return _new(np.asarray(np.argmax(value(self._value), axis=dim, keepdims=keepdim), np.int64))
@@ -195,13 +195,13 @@ class ReductionOps(_Base):
         a = self._value
         d = _dims(dim, self.ndim)
         if p in ("fro", 2, 2.0):
-            r = P.norm_sqrt(_w.sum(a * a if a.dtype.kind != "c" else _w.real(a * _w.conjugate(a)), axis=d, keepdims=keepdim))
+            r = P.norm_sqrt(tnp.sum(a * a if a.dtype.kind != "c" else tnp.real(a * tnp.conjugate(a)), axis=d, keepdims=keepdim))
         elif p in (1, 1.0):
-            r = _w.sum(_w.absolute(a), axis=d, keepdims=keepdim)
+            r = tnp.sum(tnp.absolute(a), axis=d, keepdims=keepdim)
         elif p == math.inf:
-            r = _w.amax(_w.absolute(a), axis=d, keepdims=keepdim)
+            r = tnp.amax(tnp.absolute(a), axis=d, keepdims=keepdim)
         else:
-            r = _w.power(_w.sum(_w.power(_w.absolute(a), p), axis=d, keepdims=keepdim), 1.0 / p)
+            r = tnp.power(tnp.sum(tnp.power(tnp.absolute(a), p), axis=d, keepdims=keepdim), 1.0 / p)
         return _result(r, "LinalgVectorNormBackward0", (self,))
 
     def all(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
@@ -214,10 +214,10 @@ class ReductionOps(_Base):
         return _new(np.asarray(np.count_nonzero(value(self._value), axis=dim), np.int64))
 
     def cumsum(self, dim: builtins.int, dtype: Any = None) -> Tensor:
-        return _result(_w.cumsum(self._value, axis=dim), "CumsumBackward0", (self,))
+        return _result(tnp.cumsum(self._value, axis=dim), "CumsumBackward0", (self,))
 
     def cumprod(self, dim: builtins.int, dtype: Any = None) -> Tensor:
-        return _result(_w.cumprod(self._value, axis=dim), "CumprodBackward0", (self,))
+        return _result(tnp.cumprod(self._value, axis=dim), "CumprodBackward0", (self,))
 
     def trace(self) -> Tensor:
         return _result(tnp.trace(self._value), "TraceBackward0", (self,))
@@ -226,14 +226,14 @@ class ReductionOps(_Base):
         return _result(tnp.diag(self._value, diagonal), "DiagonalBackward0_copy" if self.ndim == 2 else "DiagEmbedBackward0", (self,))
 
     def diagonal(self, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
-        return _viewed(_result(_w.diagonal(self._value, offset, dim1, dim2), "DiagonalBackward0", (self,)), self,
+        return _viewed(_result(tnp.diagonal(self._value, offset, dim1, dim2), "DiagonalBackward0", (self,)), self,
                        "diagonal", (offset, dim1, dim2))
 
     def triu(self, diagonal: builtins.int = 0) -> Tensor:
-        return _result(_w.triu(self._value, diagonal), "TriuBackward0", (self,))
+        return _result(tnp.triu(self._value, diagonal), "TriuBackward0", (self,))
 
     def tril(self, diagonal: builtins.int = 0) -> Tensor:
-        return _result(_w.tril(self._value, diagonal), "TrilBackward0", (self,))
+        return _result(tnp.tril(self._value, diagonal), "TrilBackward0", (self,))
 
 
     def aminmax(self, *, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
@@ -244,7 +244,7 @@ class ReductionOps(_Base):
         if a.size == 0:
             raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                                "operation has no identity.")
-        rs = [f(a, axis=axis, keepdims=keepdim) for f in (_w.amin, _w.amax)]
+        rs = [f(a, axis=axis, keepdims=keepdim) for f in (tnp.amin, tnp.amax)]
         return _MinMax(*_multi(rs, "AminmaxBackward0", (self,)))
 
     def logcumsumexp(self, dim: builtins.int) -> Tensor:
@@ -257,8 +257,8 @@ class ReductionOps(_Base):
         x = tnp.moveaxis(a, d, -1) if a.ndim else tnp.reshape(a, (1,))
         n, k = x.shape[-1], 1
         if n <= 1:
-            x = _w.copy(x)
+            x = tnp.copy(x)
         while k < n:
-            x = tnp.concatenate([x[..., :k], _w.logaddexp(x[..., k:], x[..., :-k])], axis=-1)
+            x = tnp.concatenate([x[..., :k], tnp.logaddexp(x[..., k:], x[..., :-k])], axis=-1)
             k *= 2
         return _result(tnp.moveaxis(x, -1, d) if a.ndim else tnp.reshape(x, ()), "LogcumsumexpBackward0", (self,))

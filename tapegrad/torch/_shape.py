@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import tapegrad.numpy as tnp
-from tapegrad.numpy import wrap as _w
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._arith import _operands
 from tapegrad.torch._graph import (
@@ -145,7 +144,7 @@ class ShapeOps(_Base):
     def t(self) -> Tensor:
         if self.ndim > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
-        return _viewed(_result(_w.transpose(self._value), "TBackward0", (self,)), self, "perm",
+        return _viewed(_result(tnp.transpose(self._value), "TBackward0", (self,)), self, "perm",
                        tuple(range(self.ndim))[::-1])
 
     def transpose(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
@@ -159,7 +158,7 @@ class ShapeOps(_Base):
 
     def permute(self, *dims: Any) -> Tensor:
         perm = tuple(d % builtins.max(self.ndim, 1) for d in _shape_arg(dims))
-        return _viewed(_result(_w.transpose(self._value, perm), "PermuteBackward0", (self,)), self, "perm", perm)
+        return _viewed(_result(tnp.transpose(self._value, perm), "PermuteBackward0", (self,)), self, "perm", perm)
 
     def movedim(self, source: Any, destination: Any) -> Tensor:
         r = _result(tnp.moveaxis(self._value, source, destination), "PermuteBackward0", (self,))
@@ -191,7 +190,7 @@ class ShapeOps(_Base):
         shape = tuple(a.shape[i - lead] if (s == -1 and i >= lead) else s for i, s in enumerate(sizes))
         if shape[lead:] == a.shape and builtins.all(n == 1 for n in shape[:lead]):  # no element repeats:
             return _viewed(_result(tnp.reshape(a, shape), "ExpandBackward0", (self,)), self, "shape", shape)  # a plain view
-        return _viewed(_result(_w.broadcast_to(a, shape), "ExpandBackward0", (self,)), self, "expand", shape)
+        return _viewed(_result(tnp.broadcast_to(a, shape), "ExpandBackward0", (self,)), self, "expand", shape)
 
     def expand_as(self, other: Tensor) -> Tensor:
         return self.expand(*other.shape)
@@ -203,10 +202,10 @@ class ShapeOps(_Base):
         return _result(tnp.tile(self._value, _shape_arg(sizes)), "RepeatBackward0", (self,))
 
     def flip(self, *dims: Any) -> Tensor:
-        return _result(_w.flip(self._value, _shape_arg(dims)), "FlipBackward0", (self,))
+        return _result(tnp.flip(self._value, _shape_arg(dims)), "FlipBackward0", (self,))
 
     def roll(self, shifts: Any, dims: Any = None) -> Tensor:
-        return _result(_w.roll(self._value, shifts, dims), "RollBackward0", (self,))
+        return _result(tnp.roll(self._value, shifts, dims), "RollBackward0", (self,))
 
     def unbind(self, dim: builtins.int = 0) -> tuple[Tensor, ...]:
         """The slices along ``dim`` (one ``UnbindBackward0`` node for all of them)."""

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tapegrad.numpy import wrap as _w
+import tapegrad.numpy as tnp
+from tapegrad.numpy import primitives as tp
 from tapegrad.torch import _dtype as D
-from tapegrad.torch import _prims as P
 from tapegrad.torch._graph import (
     GT,
     OUTPUT,
@@ -155,14 +155,14 @@ _LAY_S: tuple[int | None, ...] = (0, None)  # a tensor and a scalar PyTorch list
 _LAY2: tuple[int | None, ...] = (0, 1)
 _LAY_B: tuple[int | None, ...] = (None, 0)
 # primitives with a fast recording path besides the unary and arithmetic ones
-_SUM: Any = _w.sum.primitive  # type: ignore[attr-defined]
-_MEAN: Any = P.mean.primitive  # type: ignore[attr-defined]
-_MATMUL: Any = _w.matmul.primitive  # type: ignore[attr-defined]
-_LOGSUMEXP: Any = _w.logsumexp.primitive  # type: ignore[attr-defined]
-_ADD: Any = _w.add.primitive  # type: ignore[attr-defined]
-_SUB: Any = _w.subtract.primitive  # type: ignore[attr-defined]
-_MUL: Any = _w.multiply.primitive  # type: ignore[attr-defined]
-_DIV: Any = _w.divide.primitive  # type: ignore[attr-defined]
+_SUM: Any = tnp.sum.primitive  # type: ignore[attr-defined]
+_MEAN: Any = tp.mean.primitive  # type: ignore[attr-defined]
+_MATMUL: Any = tnp.matmul.primitive  # type: ignore[attr-defined]
+_LOGSUMEXP: Any = tp.logsumexp.primitive  # type: ignore[attr-defined]
+_ADD: Any = tnp.add.primitive  # type: ignore[attr-defined]
+_SUB: Any = tnp.subtract.primitive  # type: ignore[attr-defined]
+_MUL: Any = tnp.multiply.primitive  # type: ignore[attr-defined]
+_DIV: Any = tnp.divide.primitive  # type: ignore[attr-defined]
 
 
 _new_obj = object.__new__
