@@ -159,11 +159,13 @@ class Tape:
         self._append = self.entries.append
 
     def record(self, prim: Any, ans: Any, args: Sequence[Any], raw: Sequence[Any], kwargs: dict[str, Any],
-               argnums: Sequence[int]) -> Traced:
+               argnums: Sequence[int], vjps: Any = None) -> Traced:
         """Log ``prim``, already evaluated to ``ans``, as one entry of this tape;
         return ``ans`` traced on it. ``args`` are the op's arguments, ``raw``
         the same with this tape's values unboxed, ``argnums`` the positions of
-        this tape's values among them (the entry's parents, in order).
+        this tape's values among them (the entry's parents, in order). Given
+        ``vjps`` (one parent's rule, from an operator's cache: see
+        :func:`tapegrad.primitive.keep_scalar_rule`), no rule is made.
 
         The one place where entries are built: every op (the primitives'
         fast paths for one and two operands included), custom rules and
@@ -175,15 +177,18 @@ class Tape:
         table = prim.vjps
         if len(argnums) == 1:  # (one parent, the common case: no tuples, see Node)
             i = argnums[0]
-            maker = table.get(i) or prim.vjp_maker(i)
-            if kwargs:
-                vjp = maker(ans, *raw, **kwargs)
-            elif len(raw) == 1:  # (a call with *raw costs 55 ns more than one with the arguments)
-                vjp = maker(ans, raw[0])
-            elif len(raw) == 2:
-                vjp = maker(ans, raw[0], raw[1])
+            if vjps is not None:
+                vjp = vjps
             else:
-                vjp = maker(ans, *raw)
+                maker = table.get(i) or prim.vjp_maker(i)
+                if kwargs:
+                    vjp = maker(ans, *raw, **kwargs)
+                elif len(raw) == 1:  # (a call with *raw costs 55 ns more than one with the arguments)
+                    vjp = maker(ans, raw[0])
+                elif len(raw) == 2:
+                    vjp = maker(ans, raw[0], raw[1])
+                else:
+                    vjp = maker(ans, *raw)
             # (field by field: 30 ns less than the class call; this is every op's cost)
             node = _new_obj(Node)
             node.index = next_index()
@@ -200,9 +205,14 @@ class Tape:
             return out
         if len(argnums) == 2:  # (unrolled: a comprehension costs 0.3 us)
             i, j = argnums
-            node = Node(next_index(), ans.shape, ans.dtype, prim, (args[i]._node, args[j]._node),
-                        ((table.get(i) or prim.vjp_maker(i))(ans, *raw, **kwargs),
-                         (table.get(j) or prim.vjp_maker(j))(ans, *raw, **kwargs)))
+            mi = table.get(i) or prim.vjp_maker(i)
+            mj = table.get(j) or prim.vjp_maker(j)
+            if not kwargs and len(raw) == 2:  # (the arguments spelled out, as above)
+                a, b = raw
+                vjps = (mi(ans, a, b), mj(ans, a, b))
+            else:
+                vjps = (mi(ans, *raw, **kwargs), mj(ans, *raw, **kwargs))
+            node = Node(next_index(), ans.shape, ans.dtype, prim, (args[i]._node, args[j]._node), vjps)
         else:
             node = Node(next_index(), ans.shape, ans.dtype, prim, tuple([args[i]._node for i in argnums]),
                         tuple([(table.get(i) or prim.vjp_maker(i))(ans, *raw, **kwargs) for i in argnums]))
@@ -392,11 +402,15 @@ class GraphTape(threading.local):
         self.active = True
 
     def record(self, prim: Any, ans: Any, args: Sequence[Any], raw: Sequence[Any], kwargs: dict[str, Any],
-               argnums: Sequence[int]) -> Traced:
+               argnums: Sequence[int], vjps: Any = None) -> Traced:
         """:meth:`Tape.record` for a graph owned by its values: the entry's
         rules close over the *traced* arguments and output (not their values),
         so a replay can itself be recorded (see :meth:`rules`)."""
-        out, vjps, res = self.rules(prim, ans, args, kwargs, argnums)
+        res = None
+        if vjps is None:
+            out, vjps, res = self.rules(prim, ans, args, kwargs, argnums)
+        else:
+            out = Traced(ans, self, None)
         out._node = node = self.node_class(next_index(), ans.shape, ans.dtype, prim,
                                            pack_rules([args[i]._node for i in argnums]), vjps)
         if res is not None:

@@ -14,13 +14,13 @@ import sys
 import warnings
 import weakref
 from collections.abc import Callable, Sequence
-from types import FunctionType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad.numpy import primitives as tp
+from tapegrad.primitive import keep_scalar_rule
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._graph import (
     GT,
@@ -194,7 +194,6 @@ def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None
 
 
 _ARG0: tuple[int, ...] = (0,)
-_SCALAR_RULES_MAX = 64  # scalars remembered per operator (a loop uses a few)
 
 
 def _rec2(prim: Any, a: Any, b: Any, name: str, ins: Sequence[Any]) -> Tensor | None:
@@ -308,11 +307,8 @@ def _operator(prim: Any, name: str, div: builtins.bool = False) -> Callable[[Ten
             v = self._value
             if type(v) is Traced and v._tape is GT and type(v._value) is not Traced and GT.active:
                 a = v._value
-                maker = prim.vjps.get(0) or prim.vjp_maker(0)
-                c = rules.get(other)
-                # the same scalar: the same object, or an equal one that is not a
-                # zero (0.0 and -0.0 are equal keys with different products); the
-                # same maker (debug_nans swaps them)
+                maker = prim.vjps.get(0)
+                c = rules.get(other)  # (the same scalar and maker: see keep_scalar_rule)
                 cached = c[2] if c is not None and c[1] is maker and (other or c[0] is other) else None
                 ver = self._vc.v
                 vs = (v, other)
@@ -320,12 +316,7 @@ def _operator(prim: Any, name: str, div: builtins.bool = False) -> Callable[[Ten
                               self if v._node.prim is None else self._vc, _LAY_S, (ver, 0) if ver else None)
                 node = out._node
                 if cached is None:
-                    vjp = node.vjps
-                    if (type(vjp) is FunctionType and not hasattr(node, "res")
-                            and not any(k.cell_contents is v for k in vjp.__closure__ or ())):
-                        if len(rules) >= _SCALAR_RULES_MAX:
-                            rules.clear()
-                        rules[other] = (other, maker, vjp)
+                    keep_scalar_rule(rules, maker, other, node)
                 t: Tensor = _new_obj(Tensor)
                 t._value = out
                 t._grad_fn = None

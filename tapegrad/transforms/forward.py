@@ -46,8 +46,10 @@ class ForwardTape(Tape):
         """``x`` traced on this tape with the given tangent."""
         return Traced(x, self, tangent)
 
-    def record(self, prim: Any, ans: Any, args: Any, raw: Any, kwargs: Any, argnums: Any) -> Traced:  # type: ignore[override]
-        """Push the tangents of ``args`` through ``prim`` (instead of logging an entry)."""
+    def record(self, prim: Any, ans: Any, args: Any, raw: Any, kwargs: Any, argnums: Any,  # type: ignore[override]
+               vjps: Any = None) -> Traced:
+        """Push the tangents of ``args`` through ``prim`` (instead of logging an
+        entry; a given VJP rule is not needed)."""
         v = ans
         while type(v) is Traced:
             v = v._value
