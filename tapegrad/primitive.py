@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad import tape as _tape
-from tapegrad.tape import Node
+from tapegrad.tape import Entry
 from tapegrad.tracer import Traced, value
 
 VjpMaker = Callable[..., Callable[[Any], Any]]
@@ -255,7 +255,7 @@ def keep_scalar_rule(rules: dict[float, tuple[Any, ...]], maker: Any, s: float, 
     -0.0 are equal keys with different products), and the same maker
     (debug_nans swaps them). Operators whose rule reads the operand or the
     output (``x ** 2.0``) are never cached."""
-    if maker is None or not isinstance(node, Node) or hasattr(node, "res"):
+    if maker is None or not isinstance(node, Entry) or hasattr(node, "res"):
         return  # (no rule of its own; a forward trace's tangent; a rule that keeps its output)
     vjp = node.vjps
     if type(vjp) is not FunctionType:

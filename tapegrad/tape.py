@@ -1,6 +1,6 @@
 """The Wengert tape: nodes, the recording stack (levels) and the reverse replay.
 
-Every recorded operation becomes a :class:`Node` with an index drawn from one
+Every recorded operation becomes an :class:`Entry` with an index drawn from one
 global counter, so index order is a topological order. The reverse pass walks
 nodes by descending index, never recursing and never sorting the tape.
 """
@@ -32,12 +32,13 @@ SECOND_BACKWARD = (
 )
 
 
-class Node:
-    """One slot of a tape: a watched input (a leaf) or the output of an entry.
+class Entry:
+    """One slot of a tape: a watched input (a leaf: no primitive) or the
+    output of a recorded op.
 
-    An *entry* is a node with a primitive: it records its parent nodes (the
-    traced inputs) and one staged VJP closure per parent (the residuals).
-    Most entries have one parent: ``parents`` and ``vjps`` are then that node
+    An op's entry records its primitive, its parent entries (the traced
+    inputs) and one staged VJP closure per parent (the residuals). Most
+    entries have one parent: ``parents`` and ``vjps`` are then that entry
     and that closure themselves (no tuple to build per op), else tuples of
     them in the same order (see :func:`parents_of`, :func:`rules_of`).
     """
@@ -150,8 +151,8 @@ class Tape:
 
     def __init__(self, persistent: bool = False) -> None:
         self.persistent = persistent
-        self.entries: list[Node] = []
-        self.leaves: list[Node] = []
+        self.entries: list[Entry] = []
+        self.leaves: list[Entry] = []
         self._outer: dict[int, int] = {}  # leaf index -> level of the outer tape it watches
         self.active = False
         self.level = -1
@@ -175,7 +176,7 @@ class Tape:
         PyTorch's node data, a forward trace pushes tangents instead.
         """
         table = prim.vjps
-        if len(argnums) == 1:  # (one parent, the common case: no tuples, see Node)
+        if len(argnums) == 1:  # (one parent, the common case: no tuples, see Entry)
             i = argnums[0]
             if vjps is not None:
                 vjp = vjps
@@ -190,7 +191,7 @@ class Tape:
                 else:
                     vjp = maker(ans, *raw)
             # (field by field: 30 ns less than the class call; this is every op's cost)
-            node = _new_obj(Node)
+            node = _new_obj(Entry)
             node.index = next_index()
             node.shape = ans.shape
             node.dtype = ans.dtype
@@ -212,9 +213,9 @@ class Tape:
                 vjps = (mi(ans, a, b), mj(ans, a, b))
             else:
                 vjps = (mi(ans, *raw, **kwargs), mj(ans, *raw, **kwargs))
-            node = Node(next_index(), ans.shape, ans.dtype, prim, (args[i]._node, args[j]._node), vjps)
+            node = Entry(next_index(), ans.shape, ans.dtype, prim, (args[i]._node, args[j]._node), vjps)
         else:
-            node = Node(next_index(), ans.shape, ans.dtype, prim, tuple([args[i]._node for i in argnums]),
+            node = Entry(next_index(), ans.shape, ans.dtype, prim, tuple([args[i]._node for i in argnums]),
                         tuple([(table.get(i) or prim.vjp_maker(i))(ans, *raw, **kwargs) for i in argnums]))
         self._append(node)
         return Traced(ans, self, node)
@@ -260,7 +261,7 @@ class Tape:
                 f"tapegrad: can only differentiate with respect to floating-point or complex "
                 f"values, but got dtype {x.dtype}"
             )
-        node = Node(next_index(), x.shape, x.dtype)
+        node = Entry(next_index(), x.shape, x.dtype)
         self.leaves.append(node)
         if type(x) is Traced:  # watching a value of an outer tape (nesting)
             self._outer[node.index] = x._tape.level
@@ -327,7 +328,7 @@ class Tape:
     def __len__(self) -> int:
         return len(self.entries)
 
-    def __iter__(self) -> Iterator[Node]:
+    def __iter__(self) -> Iterator[Entry]:
         return iter(self.entries)
 
     def _names(self) -> dict[int, str]:
@@ -336,7 +337,7 @@ class Tape:
             names[n.index] = f"%{len(names)}"
         return names
 
-    def _input_label(self, n: Node, names: dict[int, str]) -> str:
+    def _input_label(self, n: Entry, names: dict[int, str]) -> str:
         outer = self._outer.get(n.index)
         where = f" (traced on level {outer})" if outer is not None else ""
         return f"{names[n.index]} {_describe(n)}{where}"
@@ -396,7 +397,7 @@ class GraphTape(threading.local):
     """
 
     level = 0
-    node_class: type[Node] = Node  # what its entries are (the facade's carry more)
+    node_class: type[Entry] = Entry  # what its entries are (the facade's carry more)
 
     def __init__(self) -> None:
         self.active = True
@@ -443,7 +444,7 @@ class GraphTape(threading.local):
 
     def watch(self, x: Any) -> Traced:
         """A new leaf for ``x`` (an array) on this tape."""
-        return Traced(x, self, Node(next_index(), x.shape, x.dtype))
+        return Traced(x, self, Entry(next_index(), x.shape, x.dtype))
 
     def __repr__(self) -> str:
         return f"<tapegrad.GraphTape {'recording' if self.active else 'paused'}>"
@@ -452,7 +453,7 @@ class GraphTape(threading.local):
 _new_obj = object.__new__
 
 
-def _describe(n: Node) -> str:
+def _describe(n: Entry) -> str:
     return f"{tuple(n.shape)} {np.dtype(n.dtype).name}"
 
 
@@ -461,17 +462,17 @@ def _describe(n: Node) -> str:
 
 def pack_rules(items: list[Any]) -> Any:
     """An entry's ``parents`` or ``vjps`` from a list, one per parent: the
-    item itself when there is one, else a tuple (see :class:`Node`)."""
+    item itself when there is one, else a tuple (see :class:`Entry`)."""
     return items[0] if len(items) == 1 else tuple(items)
 
 
-def parents_of(e: Node) -> tuple[Node, ...]:
+def parents_of(e: Entry) -> tuple[Entry, ...]:
     """The parent nodes of entry ``e`` as a tuple."""
     parents = e.parents
     return parents if type(parents) is tuple else (parents,)
 
 
-def rules_of(e: Node) -> tuple[Callable[[Any], Any], ...]:
+def rules_of(e: Entry) -> tuple[Callable[[Any], Any], ...]:
     """The rules of entry ``e`` as a tuple, one per parent (none once freed)."""
     vjps = e.vjps
     if vjps is None:
@@ -493,7 +494,7 @@ def ones_seed(v: Any) -> Any:
     return array_module(v).ones(v.shape, dtype=v.dtype)
 
 
-def zeros_for(node: Node, primal: Any, batch: tuple[int, ...] = ()) -> Any:
+def zeros_for(node: Entry, primal: Any, batch: tuple[int, ...] = ()) -> Any:
     from tapegrad.backend import array_module
 
     return array_module(primal).zeros(batch + tuple(node.shape), dtype=node.dtype)
@@ -506,7 +507,7 @@ def add_seed(seeds: dict[int, Any], index: int, g: Any) -> None:
 # --- the reverse replay ------------------------------------------------------------
 
 
-def reachable(roots: Iterable[Node]) -> list[Node]:
+def reachable(roots: Iterable[Entry]) -> list[Entry]:
     """Entries reachable from ``roots``, by descending index (the order
     PyTorch walks its sequence numbers in): for graphs owned by their values,
     not a tape. One pass collects them and one sort orders them, which costs
@@ -515,7 +516,7 @@ def reachable(roots: Iterable[Node]) -> list[Node]:
     skipped when the pass found the entries in order already (a chain)."""
     stack = [n for n in roots if n.prim is not None]
     seen = set(stack)
-    found: list[Node] = []
+    found: list[Entry] = []
     pop, push, add, keep = stack.pop, stack.append, seen.add, found.append
     ordered = True
     while stack:
@@ -556,7 +557,7 @@ sum_to: Callable[..., Any] = _not_yet
 cast_to: Callable[..., Any] = _not_yet
 
 
-def _fit(c: Any, p: Node, g: Any, e: Node) -> Any:
+def _fit(c: Any, p: Entry, g: Any, e: Entry) -> Any:
     """A contribution to parent ``p`` of entry ``e`` (whose cotangent is ``g``)
     summed back to ``p``'s shape, keeping ``g``'s leading batch axes, and cast
     to its dtype: the one place rules' broadcasting and promotion are undone."""
@@ -579,7 +580,7 @@ def _accumulate(ct: dict[int, Any], owned: set[int], i: int, c: Any) -> None:
         owned.add(i)
 
 
-def backprop(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
+def backprop(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,
              hooks: dict[int, list[Callable[[Any], Any]]] | None = None) -> dict[int, Any]:
     """The reverse pass: walk ``entries`` (descending index), pulling each
     entry's cotangent from ``ct`` and pushing it to its parents.
@@ -600,7 +601,7 @@ def backprop(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
         _walk.frees = frees_before
 
 
-def _walk_entries(entries: Iterable[Node], ct: dict[int, Any], retain: bool,
+def _walk_entries(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,
                   hooks: dict[int, list[Callable[[Any], Any]]] | None) -> dict[int, Any]:
     pop = ct.pop
     owned: set[int] = set()  # cotangent buffers this walk allocated: safe to add into
@@ -668,7 +669,7 @@ def _probe_fresh_refs() -> int:
 FRESH_REFS = _probe_fresh_refs()
 
 
-def connect_residuals(entries: Iterable[Node]) -> list[Traced]:
+def connect_residuals(entries: Iterable[Entry]) -> list[Traced]:
     """Give the output twins that rules of graph-tape ``entries`` keep (see
     :meth:`GraphTape.record`) their entries, so that a replay recorded on the
     graph tape (``create_graph``) differentiates through them. Returns the

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tapegrad.primitive import broadcast_to, defvjp, primitive, sum_to
-from tapegrad.tape import Node, Tape, backprop, reachable
+from tapegrad.tape import Entry, Tape, backprop, reachable
 from tapegrad.tracer import Traced, value
 
 # Rules call the primitives themselves, so they are differentiable again.
@@ -250,7 +250,7 @@ def test_node_repr_and_missing_rule() -> None:
     with Tape() as tape:
         x = tape.watch(np.array([1.0]))
         y = f(x)
-    assert "double" in repr(y._node) and isinstance(y._node, Node)
+    assert "double" in repr(y._node) and isinstance(y._node, Entry)
     with pytest.raises(NotImplementedError, match="VJP of `double` with respect to argument 0"):
         tape.gradient(y, x)
 

@@ -312,9 +312,7 @@ def anomaly_off() -> Any:
 
 def test_anomaly_switches(anomaly_off: Any) -> None:
     from tapegrad.torch import _graph
-    from tapegrad.torch._graph import FNode
 
-    slot = FNode.__dict__["fn"]
     assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == (False, True)
     with pytest.warns(UserWarning, match="^Anomaly Detection has been enabled. This mode will increase the "
                                          "runtime and should only be enabled for debugging.$"):
@@ -323,7 +321,7 @@ def test_anomaly_switches(anomaly_off: Any) -> None:
         assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == (True, False)
         assert _graph.anomaly_walk is not None
     assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == (False, True)
-    assert FNode.__dict__["fn"] is slot and _graph.anomaly_walk is None  # the plain path is untouched
+    assert _graph.on_record is None and _graph.anomaly_walk is None  # the plain path is untouched
     torch.autograd.set_detect_anomaly(True, check_nan=False)  # takes effect at once
     assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == (True, False)
     torch.autograd.set_detect_anomaly(False)

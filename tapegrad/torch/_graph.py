@@ -23,6 +23,7 @@ from numpy import ndarray
 
 from tapegrad.tape import (
     FRESH_REFS,
+    Entry,
     GraphTape,
     backprop,
     connect_residuals,
@@ -33,88 +34,78 @@ from tapegrad.tape import (
     reachable,
     rules_of,
 )
-from tapegrad.tape import Node as CoreNode
 from tapegrad.tracer import Traced, value
 
 
-class FNode(CoreNode):
-    """An entry of the facade tape: a tape node plus what its ``grad_fn`` view needs.
+class FacadeEntry(Entry):
+    """An entry of the facade tape: a tape entry plus what its ``grad_fn`` view needs.
 
     No field refers to the entry's own ``grad_fn`` view or to the tensor it
     made (both refer to the entry): a graph is freed by reference counting
-    alone (see :func:`view_of`).
+    alone (see :func:`view_of`). Built only by :meth:`FacadeTape.record`.
 
-    - ``fn``: the PyTorch node name (``"MulBackward0"``); ``(view, output_nr)``
-      for one output of a multi-output op (that view refers to no entry);
-      None for an entry inside a composite op (:func:`core_view` names it).
-    - ``ins``: the op's inputs in PyTorch's edge order, as the entry keeps
-      them (see :func:`held`): None for a scalar, the version counter of a
-      non-leaf tensor, the tensor itself otherwise; a bare input (not a
+    - ``name``: the PyTorch node name (``"MulBackward0"``), or None for an
+      entry inside a composite op (:func:`core_view` names it).
+    - ``shared``: for one output of a multi-output op, ``(view, output_nr)``:
+      the ``grad_fn`` all its outputs share (it refers to no entry); unset
+      otherwise.
+    - ``held_inputs``: the op's inputs in PyTorch's edge order, as the entry
+      keeps them (see :func:`held`): None for a scalar, the version counter
+      of a non-leaf tensor, the tensor itself otherwise; a bare input (not a
       tuple) is the first, any others being None (see :func:`inputs_of`:
       most ops have one tensor input, and a tuple per op is an allocation
-      the cyclic collector would scan); ``lay``: for each, the
-      index of its parent node (None: no edge; ``(name, j)``: an edge through
-      a one-input node named ``name`` that the op fused in, as ``nn.Linear``
-      fuses ``weight.t()``); ``vers``: their versions when the op ran (None:
-      all 0). These are what :func:`check_versions` reads.
-    - ``v``: the version counter of the tensor this entry made (a fast op's
-      result uses its entry as its ``_vc``: no counter object per tensor).
-    - Set only by ops whose view is built when they run (``ins`` is None
-      then): ``edges``, the view's ``next_functions`` edges; ``saved``,
+      the cyclic collector would scan); ``input_parents``: for each, the
+      index of its parent entry (None: no edge; ``(name, j)``: an edge
+      through a one-input node named ``name`` that the op fused in, as
+      ``nn.Linear`` fuses ``weight.t()``); ``input_versions``: their versions
+      when the op ran (None: all 0). These are what :func:`check_versions`
+      reads.
+    - ``v``: the version count of the tensor this entry made (a fast op's
+      result uses its entry as its version counter, ``_vc``: no counter
+      object per tensor; hence the name a ``VersionCounter`` has).
+    - Set only by ops whose view is built when they run (``held_inputs`` is
+      None then): ``edges``, the view's ``next_functions`` edges; ``saved``,
       ``(key, version counter, version)`` triples of what the op saved (see
       :func:`saved_key`). ``view``: a weak reference to the ``grad_fn`` view,
       once one was made. Unset slots cost the hot path nothing: readers use
       ``getattr(entry, name, None)``.
-
-    The fast recording paths (``_rec1`` in ``_tensor.py``) store these
-    fields themselves, without the class call: a field added here must be
-    set there too (or read with a default).
     """
 
-    __slots__ = ("fn", "ins", "lay", "vers", "v", "edges", "saved", "view")
+    __slots__ = ("name", "shared", "held_inputs", "input_parents", "input_versions", "v", "edges", "saved",
+                 "view")
+    name: str | None
+    shared: tuple[Any, int]
+    held_inputs: Any
+    input_parents: Any
+    input_versions: tuple[int, ...] | None
+    v: int
     edges: tuple[tuple[Any, int], ...]
     saved: tuple[Any, ...]
     view: weakref.ReferenceType[Any]
 
-    def __init__(self, index: int, shape: tuple[int, ...], dtype: Any, prim: Any,
-                 parents: tuple[CoreNode, ...], vjps: Any, fn: Any = None, ins: Any = None,
-                 lay: Any = None, vers: Any = None) -> None:
-        # the tape node's fields set here, not by Node.__init__: one call less
-        # on every facade op (this is the facade's per-op recording cost)
-        self.index = index
-        self.shape = shape
-        self.dtype = dtype
-        self.prim = prim
-        self.parents = parents
-        self.vjps = vjps
-        self.fn = fn
-        self.ins = ins
-        self.lay = lay
-        self.vers = vers
-        self.v = 0
-
 
 # called with each new facade entry while anomaly mode is on (see set_on_record)
-on_record: Callable[[FNode], None] | None = None
+on_record: Callable[[FacadeEntry], None] | None = None
 
 
-def set_on_record(fn: Callable[[FNode], None] | None) -> None:
+def set_on_record(fn: Callable[[FacadeEntry], None] | None) -> None:
     """Have the facade's ``record`` call ``fn`` with each new entry (None: stop)."""
     global on_record
     on_record = fn
 
 
 class FacadeTape(GraphTape):
-    """The facade's tape: a :class:`GraphTape` whose entries are :class:`FNode`."""
+    """The facade's tape: a :class:`GraphTape` whose entries are :class:`FacadeEntry`."""
 
-    node_class = FNode
+    node_class = FacadeEntry
 
     def record(self, prim: Any, ans: Any, args: Sequence[Any], raw: Sequence[Any], kwargs: dict[str, Any],
-               argnums: Sequence[int], vjps: Any = None, fn: Any = None, ins: Any = None, lay: Any = None,
-               vers: Any = None) -> Traced:
+               argnums: Sequence[int], vjps: Any = None, name: str | None = None, held_inputs: Any = None,
+               input_parents: Any = None, input_versions: tuple[int, ...] | None = None) -> Traced:
         """:meth:`GraphTape.record` for the facade: the entry also keeps
-        PyTorch's node data (``fn``, ``ins``, ``lay``, ``vers``: see
-        :class:`FNode`; a general op's facade method names it later). Given
+        PyTorch's node data (``name``, ``held_inputs``, ``input_parents``,
+        ``input_versions``: see :class:`FacadeEntry`; a general op's facade
+        method names it later). Given
         ``vjps``, those are the entry's rules and none is made (an operator's
         rule cached per scalar). A NumPy scalar result becomes a 0-d array
         (tensors hold arrays).
@@ -147,8 +138,8 @@ class FacadeTape(GraphTape):
                 if _refcount(out) > FRESH_REFS:  # the rule keeps the output: a twin (see GraphTape.rules)
                     res = Traced(ans, self, None)
                     vjps = maker(res, *args, **kwargs)
-        node: FNode = _new_obj(FNode)
-        node.fn = fn
+        node: FacadeEntry = _new_obj(FacadeEntry)
+        node.name = name
         node.index = next_index()
         shape = ans.shape
         if one:
@@ -162,9 +153,9 @@ class FacadeTape(GraphTape):
         node.dtype = ans.dtype
         node.prim = prim
         node.vjps = vjps
-        node.ins = ins
-        node.lay = lay
-        node.vers = vers
+        node.held_inputs = held_inputs
+        node.input_parents = input_parents
+        node.input_versions = input_versions
         node.v = 0
         out._node = node
         if res is not None:
@@ -213,7 +204,7 @@ def bump(*vcs: Any) -> None:
 # --- grad_fn nodes ------------------------------------------------------------------------------
 
 
-class Node:
+class GradFn:
     """A node of the backward graph (``grad_fn``): ``name()``, ``next_functions``."""
 
     # ``_core``: the tape entry the view shows (None for a node that exists
@@ -247,26 +238,26 @@ class Node:
 
 
 def _edge_node(t: Any) -> Any:
-    if t is None or isinstance(t, Node):
+    if t is None or isinstance(t, GradFn):
         return t
-    if isinstance(t, CoreNode):  # an entry whose view is made when first asked for
+    if isinstance(t, Entry):  # an entry whose view is made when first asked for
         return view_of(t)
     return t._accumulate_grad()  # a leaf tensor
 
 
 @functools.cache
-def node_class(name: str) -> type[Node]:
+def node_class(name: str) -> type[GradFn]:
     """The ``grad_fn`` class of a PyTorch node name (one class per name).
     Nodes PyTorch writes in C++ (``CopySlices``) give ``name()`` with their
     namespace, as ``AccumulateGrad`` does."""
     qualified = f"torch::autograd::{name}" if name in _CPP_NODES else name
-    return type(name, (Node,), {"__slots__": (), "_name": qualified})
+    return type(name, (GradFn,), {"__slots__": (), "_name": qualified})
 
 
 _CPP_NODES = frozenset({"CopySlices"})
 
 
-class AccumulateGrad(Node):
+class AccumulateGrad(GradFn):
     """The node that accumulates into a leaf's ``.grad``; ``.variable`` is the leaf."""
 
     __slots__ = ("variable",)
@@ -305,43 +296,43 @@ def core_name(prim: Any) -> str:
     return "".join(p.capitalize() for p in name.split("_")) + "Backward0"
 
 
-def view_of(core: Any) -> Node:
+def view_of(core: Any) -> GradFn:
     """The ``grad_fn`` of the tensor that tape entry ``core`` made, built from
     the entry when first asked for. The entry keeps it weakly: the view refers
     to the entry, so a strong reference back would make a cycle. While
     anything holds the view (its tensor, a later op's ``next_functions``),
     asking again gives the same object."""
-    if type(core) is not FNode:
+    if type(core) is not FacadeEntry:
         return core_view(core)
-    fn = core.fn
-    if type(fn) is tuple:
-        return fn[0]  # type: ignore[no-any-return]
+    shared = getattr(core, "shared", None)
+    if shared is not None:
+        return shared[0]  # type: ignore[no-any-return]
     ref = getattr(core, "view", None)
     if ref is not None:
         view = ref()
         if view is not None:
             return view  # type: ignore[no-any-return]
-    if fn is None:
+    if core.name is None:
         return core_view(core)
-    view = object.__new__(node_class(fn))
+    view = object.__new__(node_class(core.name))
     edges = getattr(core, "edges", None)
     if edges is None:
         parents = parents_of(core)
         edges = tuple([(None, 0) if j is None else edge_of(parents[j], x) if type(j) is int
                        else fused_edge(j[0], edge_of(parents[j[1]], x))
-                       for x, j in zip(inputs_of(core), core.lay)])
+                       for x, j in zip(inputs_of(core), core.input_parents)])
     view._edges = edges
     view._core = core
     core.view = weakref.ref(view)
     return view  # type: ignore[no-any-return]
 
 
-def inputs_of(core: FNode) -> tuple[Any, ...]:
+def inputs_of(core: FacadeEntry) -> tuple[Any, ...]:
     """The ``ins`` of facade entry ``core`` as a tuple, one item per ``lay`` item."""
-    ins = core.ins
+    ins = core.held_inputs
     if type(ins) is tuple:
         return ins
-    return (ins,) + (None,) * (len(core.lay) - 1)
+    return (ins,) + (None,) * (len(core.input_parents) - 1)
 
 
 def fused_edge(name: str, edge: tuple[Any, int]) -> tuple[Any, int]:
@@ -375,10 +366,10 @@ def edge_of(p: Any, x: Any = None) -> tuple[Any, int]:
         if t is None and x is not None and is_traced_on_gt(x._value) and x._value._node is p:
             t = x
         return (t, 0)
-    if type(p) is FNode:
-        fn = p.fn
-        if type(fn) is tuple:
-            return fn  # type: ignore[no-any-return]
+    if type(p) is FacadeEntry:
+        shared = getattr(p, "shared", None)
+        if shared is not None:
+            return shared  # type: ignore[no-any-return]
         ref = getattr(p, "view", None)
         view = ref() if ref is not None else None
         if view is not None:
@@ -386,7 +377,7 @@ def edge_of(p: Any, x: Any = None) -> tuple[Any, int]:
     return (p, 0)  # the view is made when next_functions reads it
 
 
-def core_view(core: Any) -> Node:
+def core_view(core: Any) -> GradFn:
     """The ``grad_fn`` view of a tape entry no facade op made (kept weakly on
     the entry, as :func:`view_of` keeps its views)."""
     ref = getattr(core, "view", None)
@@ -401,7 +392,7 @@ def core_view(core: Any) -> Node:
                 edges.append((leaf_tensor(p.index), 0))
         node._edges = tuple(edges)
         node._core = core
-        if type(core) is FNode:
+        if type(core) is FacadeEntry:
             core.view = weakref.ref(node)
     return node
 
@@ -451,9 +442,9 @@ def check_versions(order: list[Any]) -> None:
     """Raise PyTorch's error when a tensor an entry of ``order`` saved (one
     its rules close over) was modified in place after the entry was recorded."""
     for core in order:
-        if type(core) is not FNode or not core.vjps:
+        if type(core) is not FacadeEntry or not core.vjps:
             continue
-        if core.ins is None:  # an op with an eagerly made view: it lists what it saved
+        if core.held_inputs is None:  # an op with an eagerly made view: it lists what it saved
             saved = getattr(core, "saved", None) or ()
             for i in range(0, len(saved), 3):
                 key, vc, ver = saved[i], saved[i + 1], saved[i + 2]
@@ -464,14 +455,14 @@ def check_versions(order: list[Any]) -> None:
                     if val is not None:
                         raise RuntimeError(version_message(val, vc.v, ver, key, None if key is core else vc))
             continue
-        vers = core.vers
+        vers = core.input_versions
         for k, x in enumerate(inputs_of(core)):
             if x is None:
                 continue
             ver = vers[k] if vers else 0
             vc = getattr(x, "_vc", x)  # a tensor, or a non-leaf's version counter
             if vc.v != ver:
-                j = core.lay[k]
+                j = core.input_parents[k]
                 origin = None
                 if j is None:
                     val = _saved_value(core, x._value)
@@ -544,18 +535,14 @@ def _made_by(origin: Any, vc: Any = None) -> str:
     """``", which is output 0 of Exp,"``: the op that made a saved value (for
     an input saved with version counter ``vc``, the last in-place op on it),
     as PyTorch's version error names it ("" for a leaf)."""
-    if not isinstance(origin, CoreNode) or origin.prim is None:
+    if not isinstance(origin, Entry) or origin.prim is None:
         return ""
-    fn = getattr(origin, "fn", None)
     nr = 0
-    if isinstance(fn, tuple):
-        fn, nr = fn
-    if isinstance(fn, Node):
-        name = type(fn).__name__
-    elif isinstance(fn, str):
-        name = fn
+    shared = getattr(origin, "shared", None)
+    if shared is not None:
+        name, nr = shared[0].name(), shared[1]
     else:
-        name = core_name(origin.prim)
+        name = getattr(origin, "name", None) or core_name(origin.prim)
     if name in _VIEW_NODES:
         name, nr = "AsStrided", 0
     elif vc is not None and vc in last_inplace:

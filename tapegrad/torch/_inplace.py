@@ -21,7 +21,7 @@ from tapegrad.numpy import primitives as tp
 from tapegrad.torch._arith import _check_bool_sub
 from tapegrad.torch._graph import (
     GT,
-    FNode,
+    FacadeEntry,
     bump,
     last_inplace,
 )
@@ -169,8 +169,8 @@ class InplaceOps(_Base):
                 # it where PyTorch's keep the inputs: x / y)
                 self._grad_fn = _node(name, (self,) + others, new._node, new, self._vc, self._vc.v + 1,
                                       first=False, output=saves_output, claim=True)
-                if saves_output and type(new._node) is FNode:  # checked from the entry's list, the output included
-                    new._node.ins = None
+                if saves_output and type(new._node) is FacadeEntry:  # checked from the entry's list, the output included
+                    new._node.held_inputs = None
             else:
                 self._grad_fn = None
             self._value = new
@@ -218,8 +218,8 @@ class InplaceOps(_Base):
             v._nr = 0
             if type(r) is Traced and r._tape is GT:  # (the shared counter's bump comes after)
                 v._grad_fn = _node("AsStridedBackward0", (self,), r._node, r, v._vc, v._vc.v + 1, claim=True)
-                if type(r._node) is FNode:
-                    r._node.ins = None
+                if type(r._node) is FacadeEntry:
+                    r._node.held_inputs = None
             else:
                 v._grad_fn = None
             v._refresh_views()

@@ -27,7 +27,7 @@ from tapegrad.torch._graph import (
     OUTPUT,
     SCALAR_TYPE,
     AccumulateGrad,
-    FNode,
+    FacadeEntry,
     HookHandle,
     VersionCounter,
     edge_of,
@@ -123,8 +123,8 @@ def _node(name: str, ins: Sequence[Any], core: Any, out: Any, out_vc: VersionCou
         saved += (OUTPUT if out._node is core else out._node, out_vc, out_ver)
     node._edges = tuple(edges)
     node._core = core
-    if type(core) is FNode and (claim or core.fn is None):
-        core.fn = name
+    if type(core) is FacadeEntry and (claim or core.name is None):
+        core.name = name
         core.edges = node._edges
         core.saved = tuple(saved)
         core.view = weakref.ref(node)
@@ -149,7 +149,7 @@ def _result(r: Any, name: str, ins: Sequence[Any]) -> Tensor:
     return _new(r)
 
 
-# the parent of each input of a fast op (None: no edge), see FNode
+# the parent of each input of a fast op (None: no edge), see FacadeEntry
 _LAY1: tuple[int | None, ...] = (0,)  # one tensor
 _LAY_S: tuple[int | None, ...] = (0, None)  # a tensor and a scalar PyTorch lists
 _LAY2: tuple[int | None, ...] = (0, 1)
@@ -248,7 +248,7 @@ def _rec(prim: Any, vals: Sequence[Any], name: str, ins: Sequence[Any], pos: Seq
     value is traced on the facade tape alone or a constant. ``ins`` are the
     grad_fn's inputs (tensors, or None); ``pos[k]`` is the index in ``vals``
     of ``ins[k]``'s value (None: no edge; ``(name, i)``: an edge through a
-    one-input node ``name`` the op fuses in, see ``FNode``)."""
+    one-input node ``name`` the op fuses in, see ``FacadeEntry``)."""
     if not GT.active:
         return None
     raw: list[Any] = []
@@ -365,7 +365,7 @@ def _multi(rs: Sequence[Any], name: str, ins: Sequence[Any]) -> tuple[Tensor, ..
             if o._grad_fn is not None:
                 o._grad_fn = node
                 o._nr = i
-                o._value._node.fn = (node, i)
+                o._value._node.shared = (node, i)
     return tuple(outs)
 
 
@@ -416,7 +416,7 @@ class Tensor(metaclass=D.PyTorchNamed):
     __slots__ = ("_value", "_grad_fn", "_vc", "__dict__", "__weakref__")
     _value: Any
     _grad_fn: Any
-    _vc: Any  # a VersionCounter, or the FNode of the op that made the tensor (it counts too)
+    _vc: Any  # a VersionCounter, or the FacadeEntry of the op that made the tensor (it counts too)
     _nr: builtins.int = 0  # which output of its grad_fn (set only by multi-output ops)
     __array_priority__ = 1000.0
     __array_ufunc__ = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tapegrad.torch._graph import Node
+from tapegrad.torch._graph import GradFn
 from tapegrad.torch._tensor import Tensor
 from tapegrad.torch.autograd import anomaly_mode, functional
 from tapegrad.torch.autograd._engine import backward, grad
@@ -29,7 +29,7 @@ Variable = Tensor
 class graph:  # noqa: N801
     """``torch.autograd.graph``: the node type."""
 
-    Node = Node
+    Node = GradFn  # (PyTorch's name of the grad_fn type)
 
 
 def _unused(_: Sequence[Any]) -> None:

@@ -40,7 +40,7 @@ import numpy as np
 
 from tapegrad import tape as _tape
 from tapegrad.torch import _graph
-from tapegrad.torch._graph import FNode, Node, core_name
+from tapegrad.torch._graph import FacadeEntry, core_name
 from tapegrad.tracer import value
 
 __all__ = ["detect_anomaly", "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "on_record",
@@ -116,22 +116,21 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
 
 def node_name(entry: Any) -> str:
     """The PyTorch name of the node of tape entry ``entry`` (no view is made)."""
-    fn = entry.fn if type(entry) is FNode else None
-    if type(fn) is tuple:
-        fn = fn[0]
-    if isinstance(fn, Node):
-        return type(fn).__name__
-    if type(fn) is str:
-        return fn
+    if type(entry) is FacadeEntry:
+        shared = getattr(entry, "shared", None)
+        if shared is not None:
+            return shared[0].name()  # type: ignore[no-any-return]
+        if entry.name is not None:
+            return entry.name
     return core_name(entry.prim)
 
 
 def _output_index(entry: Any, j: int) -> int:
     """The output of ``entry``'s node (PyTorch's numbering: its forward
     op's inputs) that the rule of parent ``j`` computes."""
-    lay = getattr(entry, "lay", None)
-    if lay:
-        for k, p in enumerate(lay):
+    parents = getattr(entry, "input_parents", None)
+    if parents:
+        for k, p in enumerate(parents):
             if p == j or (type(p) is tuple and p[1] == j):
                 return k
     return j

@@ -16,7 +16,7 @@ import numpy as np
 
 from tapegrad.primitive import Primitive
 from tapegrad.tape import pack_rules
-from tapegrad.torch._graph import GT, FNode, Node, version_message
+from tapegrad.torch._graph import GT, FacadeEntry, GradFn, version_message
 from tapegrad.torch._tensor import Tensor, _edge, _new, _v
 from tapegrad.tracer import Traced, value
 
@@ -86,7 +86,7 @@ class _Spec:
             ctx._view = weakref.ref(node)
         return node
 
-    def entry(self, ctx: FunctionCtx, k: int, arr: Any) -> FNode:
+    def entry(self, ctx: FunctionCtx, k: int, arr: Any) -> FacadeEntry:
         """A new graph entry for output ``k`` (value ``arr``) whose rules call
         ``backward`` with the cotangent in slot ``k``, zeros elsewhere."""
         cache: dict[str, Any] = {}
@@ -118,8 +118,10 @@ class _Spec:
 
         inputs = self.inputs
         out = GT.record(cls._primitive, arr, inputs, inputs, {}, range(len(inputs)),
-                        pack_rules([make(i) for i in self.diff]), (self.view(ctx), k), None, self.lay)
-        return out._node  # type: ignore[no-any-return]
+                        pack_rules([make(i) for i in self.diff]), None, None, self.lay)
+        entry: FacadeEntry = out._node
+        entry.shared = (self.view(ctx), k)  # (every output's entry shows the one grad_fn)
+        return entry
 
 
 class _SavedOutput:
@@ -157,7 +159,7 @@ class _SavedOutput:
         return t
 
 
-class _FunctionNode(Node):
+class _FunctionNode(GradFn):
     __slots__ = ("_ctx",)
 
     def __repr__(self) -> str:
