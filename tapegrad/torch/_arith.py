@@ -8,9 +8,11 @@ on ``Tensor``; ``_tensor.py`` never imports it.
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from numpy import generic as _generic
+from numpy import ndarray
 
 import tapegrad.numpy as tnp
 from tapegrad.torch._graph import (
@@ -31,15 +33,8 @@ from tapegrad.torch._tensor import (
     _result,
     _v,
 )
+from tapegrad.torch._tensor import OpsBase as _Base
 from tapegrad.tracer import value
-
-ndarray = np.ndarray
-_generic = np.generic
-
-if TYPE_CHECKING:
-    _Base = Tensor
-else:
-    _Base = object
 
 
 def _check_bool_sub(x: Tensor, other: Any) -> None:
@@ -52,7 +47,6 @@ def _check_bool_sub(x: Tensor, other: Any) -> None:
     if x_bool or o_bool:
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
                            "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
-
 
 
 def _operands(self: Tensor, other: Any, div: bool = False) -> tuple[Any, Any, Any]:
@@ -70,7 +64,6 @@ def _operands(self: Tensor, other: Any, div: bool = False) -> tuple[Any, Any, An
     if type(other) is not builtins.float or a.dtype.kind not in "fc":
         a = _scalar_operand(a, other, div)
     return a, other, None
-
 
 
 def _as_tensor(x: Any) -> Tensor:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import builtins
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -24,13 +24,9 @@ from tapegrad.torch import _format
 from tapegrad.torch import _prims as P
 from tapegrad.torch._creation import tensor
 from tapegrad.torch._promote import _cast, _contiguous, _shape_arg
+from tapegrad.torch._tensor import OpsBase as _Base
 from tapegrad.torch._tensor import Tensor, _new, _rebuild, _result, _v
 from tapegrad.tracer import value
-
-if TYPE_CHECKING:
-    _Base = Tensor
-else:
-    _Base = object
 
 
 class ConvertOps(_Base):

@@ -7,9 +7,10 @@ the op table (``_ops.py``) installs :class:`IndexingOps`' methods on ``Tensor``.
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from numpy import ndarray
 
 import tapegrad.numpy as tnp
 from tapegrad.numpy import primitives as tp
@@ -19,16 +20,9 @@ from tapegrad.torch._graph import (
 )
 from tapegrad.torch._inplace import _DONE, _viewed
 from tapegrad.torch._promote import _INT_INDEX, _broadcast_shape, _cast, _check_bounds, _dim
+from tapegrad.torch._tensor import OpsBase as _Base
 from tapegrad.torch._tensor import Tensor, _new, _result, _v
 from tapegrad.tracer import Traced, value
-
-ndarray = np.ndarray
-_generic = np.generic
-
-if TYPE_CHECKING:
-    _Base = Tensor
-else:
-    _Base = object
 
 
 def _index_arg(index: Any, dtypes: tuple[str, ...], exc: type[Exception], msg: str) -> Any:
@@ -38,7 +32,6 @@ def _index_arg(index: Any, dtypes: tuple[str, ...], exc: type[Exception], msg: s
     if idx.dtype.name not in dtypes:
         raise exc(msg.format(SCALAR_TYPE.get(idx.dtype.name, idx.dtype.name)))
     return idx
-
 
 
 def _scatter_key(x: Tensor, dim: int, index: Any, src: Any) -> tuple[tuple[Any, ...], tuple[slice, ...]]:

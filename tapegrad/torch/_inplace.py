@@ -12,9 +12,11 @@ from __future__ import annotations
 import builtins
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from numpy import generic as _generic
+from numpy import ndarray
 
 import tapegrad.numpy as tnp
 from tapegrad.numpy import primitives as tp
@@ -36,15 +38,8 @@ from tapegrad.torch._tensor import (
     _node,
     _v,
 )
+from tapegrad.torch._tensor import OpsBase as _Base
 from tapegrad.tracer import Traced, value
-
-ndarray = np.ndarray
-_generic = np.generic
-
-if TYPE_CHECKING:
-    _Base = Tensor
-else:
-    _Base = object
 
 
 def _viewed(t: Tensor, base: Tensor, kind: str, arg: Any) -> Tensor:
@@ -76,7 +71,6 @@ class _Views(list):  # type: ignore[type-arg]
     limit = 16
 
 
-
 def _read_view(b: Any, kind: str, arg: Any) -> Any:
     """The value a view of ``kind`` reads from its base's value ``b``."""
     if kind == "index":
@@ -99,7 +93,6 @@ def _write_view(b: Any, new: Any, kind: str, arg: Any) -> Any:
     if kind == "perm":
         return tnp.transpose(new, tuple(np.argsort(arg)))
     return tnp.reshape(new, b.shape)
-
 
 
 _DONE = object()  # an in-place op that already wrote into the buffer

@@ -9,7 +9,7 @@ installs :class:`MathOps`' methods on ``Tensor``.
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -25,18 +25,8 @@ from tapegrad.torch._graph import (
 )
 from tapegrad.torch._promote import _cast, _default_float, _dims, _scalar_operand
 from tapegrad.torch._tensor import _LOGSUMEXP, Tensor, _new, _rec1, _result, _v
+from tapegrad.torch._tensor import OpsBase as _Base
 from tapegrad.tracer import Traced, value
-
-ndarray = np.ndarray
-_generic = np.generic
-
-if TYPE_CHECKING:
-    _Base = Tensor
-else:
-    _Base = object
-
-
-
 
 
 class MathOps(_Base):
@@ -59,7 +49,6 @@ class MathOps(_Base):
 
     def square(self) -> Tensor:
         return _result(tnp.power(self._value, 2), "PowBackward0", (self,))
-
 
 
     def relu(self) -> Tensor:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -22,15 +22,8 @@ from tapegrad.torch._graph import (
 from tapegrad.torch._inplace import _viewed
 from tapegrad.torch._promote import _cast, _dim, _dims
 from tapegrad.torch._tensor import _MEAN, _SUM, Tensor, _multi, _new, _rec1, _result
+from tapegrad.torch._tensor import OpsBase as _Base
 from tapegrad.tracer import value
-
-ndarray = np.ndarray
-_generic = np.generic
-
-if TYPE_CHECKING:
-    _Base = Tensor
-else:
-    _Base = object
 
 
 class _ReturnTypes(tuple):

@@ -10,9 +10,10 @@ from __future__ import annotations
 import builtins
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from numpy import ndarray
 
 import tapegrad.numpy as tnp
 from tapegrad.torch import _dtype as D
@@ -22,23 +23,14 @@ from tapegrad.torch._graph import (
 )
 from tapegrad.torch._inplace import _viewed
 from tapegrad.torch._promote import _contiguous, _dim, _shape_arg
+from tapegrad.torch._tensor import OpsBase as _Base
 from tapegrad.torch._tensor import Tensor, _multi, _new, _result
 from tapegrad.tracer import Traced, value
-
-ndarray = np.ndarray
-_generic = np.generic
-
-if TYPE_CHECKING:
-    _Base = Tensor
-else:
-    _Base = object
-
 
 _VIEW_ERROR = (
     "view size is not compatible with input tensor's size and stride (at least one dimension "
     "spans across two contiguous subspaces). Use .reshape(...) instead."
 )
-
 
 
 def _viewable(v: Any, shape: tuple[int, ...]) -> builtins.bool:
@@ -53,7 +45,6 @@ def _viewable(v: Any, shape: tuple[int, ...]) -> builtins.bool:
     except ValueError:
         return False
     return True
-
 
 
 def _infer_size(size: tuple[int, ...], numel: int) -> tuple[int, ...]:

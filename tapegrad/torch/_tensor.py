@@ -680,6 +680,15 @@ class Tensor(metaclass=D.PyTorchNamed):
             self._acc = weakref.ref(acc)
         return acc
 
+# The base of the op modules' method holders (``ArithOps``...): to a type
+# checker they are Tensor (their methods use its attributes); at run time a
+# plain class, whose methods the op table installs on Tensor.
+if TYPE_CHECKING:
+    OpsBase = Tensor
+else:
+    OpsBase = object
+
+
 def _rebuild(v: Any, requires_grad: bool) -> Tensor:
     t = _new(np.array(v))
     if requires_grad:
