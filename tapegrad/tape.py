@@ -159,6 +159,7 @@ class Tape:
         self._used = False
         self._append = self.entries.append
 
+    # --- recording ----------------------------------------------------------
     def record(self, prim: Any, ans: Any, args: Sequence[Any], raw: Sequence[Any], kwargs: dict[str, Any],
                argnums: Sequence[int], vjps: Any = None) -> Traced:
         """Log ``prim``, already evaluated to ``ans``, as one entry of this tape;
@@ -175,13 +176,12 @@ class Tape:
         lower tapes); the graph tape keeps them traced, the facade's adds
         PyTorch's node data, a forward trace pushes tangents instead.
         """
-        table = prim.vjps
         if len(argnums) == 1:  # (one parent, the common case: no tuples, see Entry)
             i = argnums[0]
             if vjps is not None:
                 vjp = vjps
             else:
-                maker = table.get(i) or prim.vjp_maker(i)
+                maker = prim.vjps.get(i) or prim.vjp_maker(i)
                 if kwargs:
                     vjp = maker(ans, *raw, **kwargs)
                 elif len(raw) == 1:  # (a call with *raw costs 55 ns more than one with the arguments)
@@ -204,6 +204,7 @@ class Tape:
             out._tape = self
             out._node = node
             return out
+        table = prim.vjps
         if len(argnums) == 2:  # (unrolled: a comprehension costs 0.3 us)
             i, j = argnums
             mi = table.get(i) or prim.vjp_maker(i)
@@ -220,7 +221,6 @@ class Tape:
         self._append(node)
         return Traced(ans, self, node)
 
-    # --- recording ----------------------------------------------------------
     def __enter__(self) -> Self:
         if self.active:
             raise RuntimeError("this tape is already recording")
