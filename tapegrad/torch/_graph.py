@@ -15,7 +15,7 @@ import functools
 import re
 import sys
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,6 @@ from tapegrad.tape import (
     next_index,
     parents_of,
     reachable,
-    rules_of,
 )
 from tapegrad.tracer import Traced, value
 
@@ -428,55 +427,92 @@ tensor_hooks: weakref.WeakKeyDictionary[Any, list[Callable[[Any], Any]]] = weakr
 # --- saved tensors and their versions -----------------------------------------------------------
 
 
-def _closure_values(core: Any) -> Iterator[Any]:
-    for f in rules_of(core):
-        cells = getattr(f, "__closure__", None)
-        for c in cells or ():
-            try:
-                yield c.cell_contents
-            except ValueError:
-                continue
+# What PyTorch's backward of each node saves, by node name (registered from the
+# op table, ``_ops.py``): ``(positions, result)``; ``positions`` pairs an edge
+# position (``next_functions`` order: an entry's ``held_inputs`` / its view's
+# edges) with the edge position whose gradient needs it (None: saved whenever
+# the node is made; PyTorch saves a value only for the gradients it will
+# compute); ``result``: the node's output is saved. A name with no declaration
+# saves nothing that is checked (an entry inside a composite op has no name).
+SAVES: dict[str, tuple[tuple[tuple[int, int | None], ...], bool]] = {}
+
+
+def register_saves(name: str, spec: str) -> None:
+    """Declare what node ``name``'s backward saves: ``spec`` lists edge
+    positions (``"0 1"``), ``"k<j"`` for position ``k`` saved only when edge
+    ``j`` requires grad, and ``out`` for the result (``"1<0 0<1"``: mul)."""
+    pos: list[tuple[int, int | None]] = []
+    out = False
+    for tok in spec.split():
+        if tok == "out":
+            out = True
+        else:
+            k, _, j = tok.partition("<")
+            pos.append((int(k), int(j) if j else None))
+    decl = (tuple(pos), out)
+    if SAVES.setdefault(name, decl) != decl:
+        raise RuntimeError(f"tapegrad.torch: two declarations of what {name} saves")
+
+
+class _Meta:
+    """The shape and dtype of a saved value, for its error message."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: Any, dtype: Any) -> None:
+        self.shape = tuple(shape)
+        self.dtype = dtype
+
+
+def _meta(x: Any) -> _Meta:
+    v = x if isinstance(x, Entry) else value(x)
+    return _Meta(np.shape(v) if not isinstance(v, Entry) else v.shape, v.dtype)
+
+
+def _saves(core: Any, has_edge: Callable[[int], bool]) -> tuple[dict[int, bool], bool]:
+    """The edge positions ``core`` saved (position -> True) and whether it saved its result."""
+    decl = SAVES.get(core.name) if core.name is not None else None
+    if decl is None:
+        return {}, False
+    return {k: True for k, j in decl[0] if j is None or has_edge(j)}, decl[1]
 
 
 def check_versions(order: list[Any]) -> None:
-    """Raise PyTorch's error when a tensor an entry of ``order`` saved (one
-    its rules close over) was modified in place after the entry was recorded."""
+    """Raise PyTorch's error when a tensor an entry of ``order`` saved (as
+    :data:`SAVES` declares for its node name) was modified in place after
+    the entry was recorded."""
     for core in order:
-        if type(core) is not FacadeEntry or not core.vjps:
+        if type(core) is not FacadeEntry or not core.vjps or core.name is None or core.name not in SAVES:
             continue
-        if core.held_inputs is None:  # an op with an eagerly made view: it lists what it saved
+        if core.held_inputs is None:  # an op with an eagerly made view: it lists its inputs and output
             saved = getattr(core, "saved", None) or ()
-            for i in range(0, len(saved), 3):
-                key, vc, ver = saved[i], saved[i + 1], saved[i + 2]
+            edges = getattr(core, "edges", ())
+            pos, out = _saves(core, lambda j: j < len(edges) and edges[j][0] is not None)
+            for i in range(0, len(saved), 4):
+                k, key, vc, ver = saved[i], saved[i + 1], saved[i + 2], saved[i + 3]
+                if not (out if k < 0 else k in pos) or vc.v == ver:
+                    continue
                 if key is OUTPUT:
                     key = core
-                if vc.v != ver:
-                    val = _saved_value(core, key)
-                    if val is not None:
-                        raise RuntimeError(version_message(val, vc.v, ver, key, None if key is core else vc))
+                raise RuntimeError(version_message(_meta(key), vc.v, ver, key, None if key is core else vc))
             continue
+        parents = core.input_parents
+        pos, out = _saves(core, lambda j: j < len(parents) and parents[j] is not None)
         vers = core.input_versions
         for k, x in enumerate(inputs_of(core)):
-            if x is None:
+            if x is None or k not in pos:
                 continue
             ver = vers[k] if vers else 0
             vc = getattr(x, "_vc", x)  # a tensor, or a non-leaf's version counter
             if vc.v != ver:
-                j = core.input_parents[k]
-                origin = None
-                if j is None:
-                    val = _saved_value(core, x._value)
-                else:
-                    origin = parents_of(core)[j if type(j) is int else j[1]]
-                    val = _saved_value(core, origin)
-                    if type(j) is not int and val is not None:  # saved as the fused view
-                        val = value(val).T
-                if val is not None:
-                    raise RuntimeError(version_message(val, vc.v, ver, origin, vc))
-        if core.v:  # the result itself was modified in place
-            val = _saved_value(core, core)
-            if val is not None:
-                raise RuntimeError(version_message(val, core.v, 0, core))
+                j = parents[k]
+                origin = None if j is None else parents_of(core)[j if type(j) is int else j[1]]
+                meta = _meta(x._value if hasattr(x, "_value") else origin)  # (a tensor held, or a parent)
+                if j is not None and type(j) is not int:  # saved as the fused view (``weight.t()``)
+                    meta.shape = meta.shape[::-1]
+                raise RuntimeError(version_message(meta, vc.v, ver, origin, vc))
+        if out and core.v:  # the result itself was modified in place
+            raise RuntimeError(version_message(_meta(core), core.v, 0, core))
 
 
 OUTPUT = object()  # in an entry's ``saved`` list: the entry's own output
@@ -486,16 +522,6 @@ def saved_key(v: Any) -> Any:
     """How an entry's ``saved`` list names value ``v`` without keeping it alive:
     its tape node when it is recorded on the facade tape, else ``v``."""
     return v._node if type(v) is Traced and v._tape is GT else v
-
-
-def _saved_value(core: Any, key: Any) -> Any:
-    """What ``core``'s rules saved of ``key`` (a tape node: of its value;
-    else the plain array itself), or None when they saved nothing of it."""
-    twin = getattr(key, "res", None)  # a rule keeps the entry's output as a twin
-    for c in _closure_values(core):
-        if c is key or (type(c) is Traced and (c._node is key or c is twin)):
-            return c
-    return None
 
 
 # PyTorch's C++ names of the scalar types, as its error messages spell them
@@ -509,9 +535,9 @@ def version_message(val: Any, now: int, expected: int, origin: Any = None, vc: A
     ``now``, saved at ``expected``); ``origin``: the tape node that made it
     (None or a leaf: no "which is output ... of" clause); ``vc``: the version
     counter of a saved input (see ``_made_by``)."""
-    v = value(val)
+    v = val if isinstance(val, (_Meta, Entry)) else value(val)
     kind = SCALAR_TYPE.get(np.dtype(v.dtype).name, "Float")
-    shape = ", ".join(str(s) for s in np.shape(v))
+    shape = ", ".join(str(s) for s in (v.shape if isinstance(v, (_Meta, Entry)) else np.shape(v)))
     made = _made_by(origin, vc)
     return (
         "one of the variables needed for gradient computation has been modified by an "

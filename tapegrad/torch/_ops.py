@@ -49,6 +49,7 @@ class Op:
     twin_aliases: tuple[str, ...] = ()  # aliases of the twin (``clip_``)
     functions: tuple[str, ...] = ()  # the names (this and aliases) with a ``torch.name`` form
     prim: str | None = None  # the primitive's name when one primitive makes the node
+    saves: str = ""  # what PyTorch's backward of ``node`` saves (see ``_graph.register_saves``)
 
     @property
     def twin(self) -> str | None:
@@ -77,20 +78,22 @@ def _unary_twin(name: str, node: str, saves_output: bool) -> Callable[[Tensor], 
 
 
 def unary(name: str, fn: Any, node: str, *, aliases: tuple[str, ...] = (), inplace: bool = False,
-          saves_output: bool = True, function: bool | str = True) -> Op:
+          saves_output: bool = True, function: bool | str = True, saves: str = "") -> Op:
     """An elementwise op of one primitive function ``fn``; the twin (with
     ``inplace``) records ``node`` too, its result saved when ``saves_output``
     (PyTorch's backward of ``exp_`` reads the result, that of ``log_`` the input)."""
     twin = _unary_twin(name, node, saves_output) if inplace else None
     return Op(name, _unary_method(fn, node), node, aliases, twin,
-              node if inplace else None, (), _functions(name, function), fn.primitive.name)
+              node if inplace else None, (), _functions(name, function), fn.primitive.name, saves)
 
 
 def op(name: str, impl: Callable[..., Any], node: str | None, *, aliases: tuple[str, ...] = (),
        inplace: Callable[..., Any] | None = None, inplace_node: str | None = None,
-       twin_aliases: tuple[str, ...] = (), function: bool | str = True, prim: str | None = None) -> Op:
+       twin_aliases: tuple[str, ...] = (), function: bool | str = True, prim: str | None = None,
+       saves: str = "") -> Op:
     """An op with bespoke logic ``impl`` (a method of an op module)."""
-    return Op(name, impl, node, aliases, inplace, inplace_node, twin_aliases, _functions(name, function), prim)
+    return Op(name, impl, node, aliases, inplace, inplace_node, twin_aliases, _functions(name, function), prim,
+              saves)
 
 
 def inplace_only(name: str, impl: Callable[..., Any], node: str) -> Op:
@@ -104,21 +107,21 @@ TABLE: tuple[Op, ...] = (
     op("sub", A.sub, "SubBackward0", aliases=("subtract",), inplace=I.sub_, inplace_node="SubBackward0",
        function="sub subtract", prim="subtract"),
     op("mul", A.mul, "MulBackward0", aliases=("multiply",), inplace=I.mul_, inplace_node="MulBackward0",
-       function="mul multiply", prim="multiply"),
+       function="mul multiply", prim="multiply", saves="0<1 1<0"),
     op("div", A.div, "DivBackward0", aliases=("divide", "true_divide"), inplace=I.div_, inplace_node="DivBackward0",
-       function="div divide true_divide", prim="divide"),
-    op("pow", A.pow, "PowBackward0", inplace=I.pow_, inplace_node="PowBackward0"),
+       function="div divide true_divide", prim="divide", saves="0<1 1"),
+    op("pow", A.pow, "PowBackward0", inplace=I.pow_, inplace_node="PowBackward0", saves="0"),
     op("neg", A.neg, "NegBackward0", aliases=("negative",), inplace=I.neg_, inplace_node="NegBackward0",
        function="neg negative", prim="negative"),
-    op("matmul", A.matmul, "MmBackward0"),
-    op("mm", A.mm, "MmBackward0", prim="matmul"),
-    op("mv", A.mv, "MvBackward0"),
-    op("dot", A.dot, "DotBackward0"),
-    op("outer", A.outer, "MulBackward0", aliases=("ger",), function="outer"),
-    op("bmm", A.bmm, "BmmBackward0"),
-    op("addmm", A.addmm, "AddmmBackward0"),
-    op("addcmul", A.addcmul, "AddcmulBackward0", inplace=I.addcmul_, inplace_node="AddcmulBackward0"),
-    op("addcdiv", A.addcdiv, "AddcdivBackward0", inplace=I.addcdiv_, inplace_node="AddcdivBackward0"),
+    op("matmul", A.matmul, "MmBackward0", saves="0<1 1<0"),
+    op("mm", A.mm, "MmBackward0", prim="matmul", saves="0<1 1<0"),
+    op("mv", A.mv, "MvBackward0", saves="0<1 1<0"),
+    op("dot", A.dot, "DotBackward0", saves="0<1 1<0"),
+    op("outer", A.outer, "MulBackward0", aliases=("ger",), function="outer", saves="0<1 1<0"),
+    op("bmm", A.bmm, "BmmBackward0", saves="0<1 1<0"),
+    op("addmm", A.addmm, "AddmmBackward0", saves="1<2 2<1"),
+    op("addcmul", A.addcmul, "AddcmulBackward0", inplace=I.addcmul_, inplace_node="AddcmulBackward0", saves="1<2 2<1"),
+    op("addcdiv", A.addcdiv, "AddcdivBackward0", inplace=I.addcdiv_, inplace_node="AddcdivBackward0", saves="1<2 2"),
     op("lerp", A.lerp, "LerpBackward0", inplace=I.lerp_, inplace_node="LerpBackward0"),
     # --- comparisons and tests (no grad_fn) ---
     op("eq", A.eq, None, function=False),
@@ -137,102 +140,104 @@ TABLE: tuple[Op, ...] = (
     op("logical_and", A.logical_and, None),
     op("logical_or", A.logical_or, None),
     # --- elementwise math: one primitive each ---
-    unary("exp", tnp.exp, "ExpBackward0", inplace=True),
-    unary("exp2", tnp.exp2, "Exp2Backward0"),
-    unary("expm1", tnp.expm1, "Expm1Backward0"),
-    unary("log", tnp.log, "LogBackward0", inplace=True, saves_output=False),
-    unary("log2", tnp.log2, "Log2Backward0"),
-    unary("log10", tnp.log10, "Log10Backward0"),
-    unary("log1p", tnp.log1p, "Log1PBackward0"),
-    unary("sqrt", tnp.sqrt, "SqrtBackward0", inplace=True),
-    unary("sin", tnp.sin, "SinBackward0"),
-    unary("cos", tnp.cos, "CosBackward0"),
-    unary("tan", tnp.tan, "TanBackward0"),
-    unary("asin", tnp.arcsin, "AsinBackward0", aliases=("arcsin",), function="asin"),
-    unary("acos", tnp.arccos, "AcosBackward0", aliases=("arccos",), function="acos"),
-    unary("atan", tnp.arctan, "AtanBackward0", aliases=("arctan",), function="atan"),
-    unary("sinh", tnp.sinh, "SinhBackward0"),
-    unary("cosh", tnp.cosh, "CoshBackward0"),
-    unary("tanh", tnp.tanh, "TanhBackward0", inplace=True),
-    unary("asinh", tnp.arcsinh, "AsinhBackward0"),
-    unary("acosh", tnp.arccosh, "AcoshBackward0"),
-    unary("atanh", tnp.arctanh, "AtanhBackward0"),
-    unary("sigmoid", tsp.expit, "SigmoidBackward0", inplace=True),
-    unary("reciprocal", tnp.reciprocal, "ReciprocalBackward0"),
-    unary("erf", tsp.erf, "ErfBackward0"),
-    unary("sinc", tnp.sinc, "SincBackward0"),
+    unary("exp", tnp.exp, "ExpBackward0", inplace=True, saves="out"),
+    unary("exp2", tnp.exp2, "Exp2Backward0", saves="out"),
+    unary("expm1", tnp.expm1, "Expm1Backward0", saves="out"),
+    unary("log", tnp.log, "LogBackward0", inplace=True, saves_output=False, saves="0"),
+    unary("log2", tnp.log2, "Log2Backward0", saves="0"),
+    unary("log10", tnp.log10, "Log10Backward0", saves="0"),
+    unary("log1p", tnp.log1p, "Log1PBackward0", saves="0"),
+    unary("sqrt", tnp.sqrt, "SqrtBackward0", inplace=True, saves="out"),
+    unary("sin", tnp.sin, "SinBackward0", saves="0"),
+    unary("cos", tnp.cos, "CosBackward0", saves="0"),
+    unary("tan", tnp.tan, "TanBackward0", saves="out"),
+    unary("asin", tnp.arcsin, "AsinBackward0", aliases=("arcsin",), function="asin", saves="0"),
+    unary("acos", tnp.arccos, "AcosBackward0", aliases=("arccos",), function="acos", saves="0"),
+    unary("atan", tnp.arctan, "AtanBackward0", aliases=("arctan",), function="atan", saves="0"),
+    unary("sinh", tnp.sinh, "SinhBackward0", saves="0"),
+    unary("cosh", tnp.cosh, "CoshBackward0", saves="0"),
+    unary("tanh", tnp.tanh, "TanhBackward0", inplace=True, saves="out"),
+    unary("asinh", tnp.arcsinh, "AsinhBackward0", saves="0"),
+    unary("acosh", tnp.arccosh, "AcoshBackward0", saves="0"),
+    unary("atanh", tnp.arctanh, "AtanhBackward0", saves="0"),
+    unary("sigmoid", tsp.expit, "SigmoidBackward0", inplace=True, saves="out"),
+    unary("reciprocal", tnp.reciprocal, "ReciprocalBackward0", saves="out"),
+    unary("erf", tsp.erf, "ErfBackward0", saves="0"),
+    unary("sinc", tnp.sinc, "SincBackward0", saves="0"),
     # --- elementwise math: bespoke ---
-    op("rsqrt", M.rsqrt, "RsqrtBackward0"),
-    op("square", M.square, "PowBackward0"),
+    op("rsqrt", M.rsqrt, "RsqrtBackward0", saves="out"),
+    op("square", M.square, "PowBackward0", saves="0"),
     op("relu", M.relu, "ReluBackward0", inplace=_unary_twin("relu", "ReluBackward0", True),
-       inplace_node="ReluBackward0"),
+       inplace_node="ReluBackward0", saves="out"),
     op("abs", M.abs, "AbsBackward0", aliases=("absolute",), inplace=_unary_twin("abs", "AbsBackward0", False),
-       inplace_node="AbsBackward0", function="abs absolute", prim="absolute"),
+       inplace_node="AbsBackward0", function="abs absolute", prim="absolute", saves="0"),
     op("sign", M.sign, "SignBackward0"),
-    op("sgn", M.sgn, "SgnBackward0"),
+    op("sgn", M.sgn, "SgnBackward0", saves="0 out"),
     op("floor", M.floor, "FloorBackward0"),
     op("ceil", M.ceil, "CeilBackward0"),
     op("round", M.round, "RoundBackward0"),
     op("trunc", M.trunc, "TruncBackward0"),
     op("frac", M.frac, "FracBackward0"),
     op("clamp", M.clamp, "ClampBackward1", aliases=("clip",), inplace=I.clamp_, inplace_node="ClampBackward1",
-       twin_aliases=("clip_",), function="clamp clip", prim="clip"),
-    op("clamp_min", M.clamp_min, "ClampMinBackward0", inplace=I.clamp_min_, inplace_node="ClampMinBackward0"),
-    op("clamp_max", M.clamp_max, "ClampMaxBackward0"),
-    op("maximum", M.maximum, "MaximumBackward0"),
-    op("minimum", M.minimum, "MinimumBackward0"),
-    op("atan2", M.atan2, "Atan2Backward0", aliases=("arctan2",), function="atan2"),
+       twin_aliases=("clip_",), function="clamp clip", prim="clip", saves="0"),
+    op("clamp_min", M.clamp_min, "ClampMinBackward0", inplace=I.clamp_min_, inplace_node="ClampMinBackward0",
+       saves="0"),
+    op("clamp_max", M.clamp_max, "ClampMaxBackward0", saves="0"),
+    op("maximum", M.maximum, "MaximumBackward0", saves="0 1"),
+    op("minimum", M.minimum, "MinimumBackward0", saves="0 1"),
+    op("atan2", M.atan2, "Atan2Backward0", aliases=("arctan2",), function="atan2", saves="0 1"),
     op("where", M.where, "WhereBackward0", function=False),
     op("masked_fill", M.masked_fill, "MaskedFillBackward0", inplace=I.masked_fill_,
        inplace_node="MaskedFillBackward0"),
-    op("softmax", M.softmax, "SoftmaxBackward0"),
-    op("log_softmax", M.log_softmax, "LogSoftmaxBackward0"),
-    op("logsumexp", M.logsumexp, "LogsumexpBackward0", prim="logsumexp"),
-    op("remainder", M.remainder, "RemainderBackward1"),
-    op("fmod", M.fmod, "FmodBackward1"),
-    op("hypot", M.hypot, "HypotBackward0"),
-    op("logaddexp", M.logaddexp, "LogaddexpBackward0"),
-    op("logit", M.logit, "LogitBackward0"),
-    op("nan_to_num", M.nan_to_num, "NanToNumBackward0"),
-    op("xlogy", M.xlogy, "XlogyBackward0"),
+    op("softmax", M.softmax, "SoftmaxBackward0", saves="out"),
+    op("log_softmax", M.log_softmax, "LogSoftmaxBackward0", saves="out"),
+    op("logsumexp", M.logsumexp, "LogsumexpBackward0", prim="logsumexp", saves="0 out"),
+    op("remainder", M.remainder, "RemainderBackward1", saves="0<1 1<1"),
+    op("fmod", M.fmod, "FmodBackward1", saves="0<1 1<1"),
+    op("hypot", M.hypot, "HypotBackward0", saves="0<0 1<1 out"),
+    op("logaddexp", M.logaddexp, "LogaddexpBackward0", saves="0 1"),
+    op("logit", M.logit, "LogitBackward0", saves="0"),
+    op("nan_to_num", M.nan_to_num, "NanToNumBackward0", saves="0"),
+    op("xlogy", M.xlogy, "XlogyBackward0", saves="0 1"),
     # --- reductions ---
     op("sum", R.sum, "SumBackward0"),
-    op("nansum", R.nansum, "NansumBackward0"),
+    op("nansum", R.nansum, "NansumBackward0", saves="0"),
     op("mean", R.mean, "MeanBackward0"),
-    op("prod", R.prod, "ProdBackward0"),
-    op("max", R.max, "MaxBackward1", function=False, prim="max"),  # torch.max / torch.min: __init__.py
-    op("min", R.min, "MinBackward1", function=False, prim="min"),
-    op("amax", R.amax, "AmaxBackward0"),
-    op("amin", R.amin, "AminBackward0"),
+    op("prod", R.prod, "ProdBackward0", saves="0 out"),
+    op("max", R.max, "MaxBackward1", function=False, prim="max", saves="0 out"),  # torch.max / torch.min: __init__.py
+    op("min", R.min, "MinBackward1", function=False, prim="min", saves="0 out"),
+    op("amax", R.amax, "AmaxBackward0", saves="0 out"),
+    op("amin", R.amin, "AminBackward0", saves="0 out"),
     op("argmax", R.argmax, None),
     op("argmin", R.argmin, None),
     op("argsort", R.argsort, None),
     op("sort", R.sort, "SortBackward0"),
     op("topk", R.topk, "TopkBackward0"),
-    op("var", R.var, "VarBackward0"),
-    op("std", R.std, "StdBackward0"),
-    op("norm", R.norm, "LinalgVectorNormBackward0"),
+    op("var", R.var, "VarBackward0", saves="0"),
+    op("std", R.std, "StdBackward0", saves="0 out"),
+    op("norm", R.norm, "LinalgVectorNormBackward0", saves="0 out"),
     op("all", R.all, None),
     op("any", R.any, None),
     op("count_nonzero", R.count_nonzero, None),
     op("cumsum", R.cumsum, "CumsumBackward0"),
-    op("cumprod", R.cumprod, "CumprodBackward0"),
+    op("cumprod", R.cumprod, "CumprodBackward0", saves="0 out"),
     op("trace", R.trace, "TraceBackward0"),
     op("diag", R.diag, "DiagonalBackward0_copy"),
     op("diagonal", R.diagonal, "DiagonalBackward0"),
     op("triu", R.triu, "TriuBackward0"),
     op("tril", R.tril, "TrilBackward0"),
-    op("aminmax", R.aminmax, "AminmaxBackward0"),
-    op("logcumsumexp", R.logcumsumexp, "LogcumsumexpBackward0"),
+    op("aminmax", R.aminmax, "AminmaxBackward0", saves="0 out"),
+    op("logcumsumexp", R.logcumsumexp, "LogcumsumexpBackward0", saves="0 out"),
     # --- indexing ops ---
     op("index_select", X.index_select, "IndexSelectBackward0"),
-    op("gather", X.gather, "GatherBackward0"),
+    op("gather", X.gather, "GatherBackward0", saves="0"),
     op("nonzero", X.nonzero, None),
-    op("take", X.take, "TakeBackward0"),
-    op("masked_select", X.masked_select, "MaskedSelectBackward0"),
+    op("take", X.take, "TakeBackward0", saves="0"),
+    op("masked_select", X.masked_select, "MaskedSelectBackward0", saves="0"),
     op("scatter", X.scatter, "ScatterBackward0", inplace=I.scatter_, inplace_node="ScatterBackward0"),
     op("scatter_add", X.scatter_add, "ScatterAddBackward0", inplace=I.scatter_add_, inplace_node="ScatterAddBackward0"),
-    op("index_add", X.index_add, "IndexAddBackward0", inplace=I.index_add_, inplace_node="IndexAddBackward0"),
+    op("index_add", X.index_add, "IndexAddBackward0", inplace=I.index_add_, inplace_node="IndexAddBackward0",
+       saves="1<1"),
     op("index_fill", X.index_fill, "IndexFillBackward0", inplace=I.index_fill_, inplace_node="IndexFillBackward0"),
     # --- shape ---
     op("view", S.view, "ViewBackward0", function=False, prim="reshape"),
@@ -260,7 +265,7 @@ TABLE: tuple[Op, ...] = (
     op("narrow", S.narrow, "SliceBackward0"),
     op("select", S.select, "SelectBackward0"),
     op("kron", S.kron, "UnsafeViewBackward0"),
-    op("cross", S.cross, "LinalgCrossBackward0"),
+    op("cross", S.cross, "LinalgCrossBackward0", saves="0<1 1<0"),
     op("repeat_interleave", S.repeat_interleave, "ViewBackward0"),
     op("tile", S.tile, "RepeatBackward0"),
     op("diff", S.diff, "SubBackward0"),
@@ -274,6 +279,19 @@ TABLE: tuple[Op, ...] = (
     inplace_only("normal_", I.normal_, "NormalBackward0"),
     inplace_only("uniform_", I.uniform_, "UniformBackward0"),
 )
+
+# What PyTorch's backward saves (see ``_graph.register_saves``) for the nodes
+# no row makes: other overloads, ``nn.functional``, in-place forms. Read off
+# PyTorch 2.x (modify each input, or the output, in place and call backward).
+SAVES: dict[str, str] = {
+    "ClampBackward0": "0 1 2", "PowBackward1": "0 1 out", "PowBackward2": "0 out", "ProdBackward1": "0 out",
+    "XlogyBackward1": "0", "XlogyBackward2": "0", "LerpBackward1": "0<2 1<2 2",
+    "BinaryCrossEntropyBackward0": "0 1", "BinaryCrossEntropyWithLogitsBackward0": "0 1", "EluBackward0": "0",
+    "EluBackward1": "out", "GeluBackward0": "0", "HardtanhBackward0": "0", "HuberLossBackward0": "0 1",
+    "LeakyReluBackward0": "0", "LeakyReluBackward1": "out", "MishBackward0": "0", "MseLossBackward0": "0 1",
+    "NativeLayerNormBackward0": "0 1 2", "NllLossBackward0": "0", "SiluBackward0": "0",
+    "SmoothL1LossBackward0": "0 1", "SoftplusBackward0": "0",
+}
 
 # Methods the op modules hold that are no row: operators, helpers (installed as they are).
 HOLDERS = (A, I, M, R, X, S)
@@ -308,6 +326,8 @@ def install() -> dict[str, Callable[..., Any]]:
         if name not in _NOT_METHODS or (name == "__hash__" and fn is not None):
             setattr(Tensor, name, fn)
     forms: dict[str, Callable[..., Any]] = {}
+    for node, spec in SAVES.items():
+        _graph.register_saves(node, spec)
     for row in TABLE:
         for name in (row.name, *row.aliases):
             _set(name, row.impl)
@@ -316,6 +336,8 @@ def install() -> dict[str, Callable[..., Any]]:
                 _set(name, row.inplace)
         if row.prim is not None and row.node is not None:
             _graph.register_core_name(row.prim, row.node)
+        if row.saves and row.node is not None:
+            _graph.register_saves(row.node, row.saves)
         for name in row.functions:
             forms[name] = _function_form(name)
     return forms

@@ -99,9 +99,10 @@ def _node(name: str, ins: Sequence[Any], core: Any, out: Any, out_vc: VersionCou
     """The ``grad_fn`` view of a recorded facade op, built now: edges to ``ins``
     (tensors, or None for scalars PyTorch lists). Tape entry ``core`` (the
     op's last) takes the name, the edges and what the op may have saved, with
-    versions: ``(saved_key, version counter, version)`` for each input
-    (``first``: the first one too) and the output (if ``output``), checked
-    only if an in-place op happens later (see ``_graph.check_versions``).
+    versions: ``(edge position, saved_key, version counter, version)`` for
+    each input (``first``: the first one too) and the output (if ``output``;
+    position -1); ``_graph.check_versions`` checks those its node name
+    declares saved (``_graph.SAVES``), only if an in-place op happens later.
     The entry keeps the view weakly (the view holds the entry), and it takes
     them only if no op named it yet, unless ``claim``."""
     cls = _classes.get(name)
@@ -118,9 +119,9 @@ def _node(name: str, ins: Sequence[Any], core: Any, out: Any, out_vc: VersionCou
         edges.append((fn, x._nr) if fn is not None else _edge(x))
         if first or k:
             vc = x._vc
-            saved += (saved_key(x._value), vc, vc.v)
+            saved += (k, saved_key(x._value), vc, vc.v)
     if output and out is not None:  # (OUTPUT, not the entry: it would refer to itself)
-        saved += (OUTPUT if out._node is core else out._node, out_vc, out_ver)
+        saved += (-1, OUTPUT if out._node is core else out._node, out_vc, out_ver)
     node._edges = tuple(edges)
     node._core = core
     if type(core) is FacadeEntry and (claim or core.name is None):
