@@ -64,8 +64,9 @@ class FacadeEntry(Entry):
       object per tensor; hence the name a ``VersionCounter`` has).
     - Set only by ops whose view is built when they run (``held_inputs`` is
       None then): ``edges``, the view's ``next_functions`` edges; ``saved``,
-      ``(key, version counter, version)`` triples of what the op saved (see
-      :func:`saved_key`). ``view``: a weak reference to the ``grad_fn`` view,
+      ``(edge position, key, version counter, version)`` of its inputs and
+      output (position -1; see :func:`saved_key`), of which
+      :func:`check_versions` checks what :data:`SAVES` declares the node saved. ``view``: a weak reference to the ``grad_fn`` view,
       once one was made. Unset slots cost the hot path nothing: readers use
       ``getattr(entry, name, None)``.
     """
@@ -469,12 +470,11 @@ def _meta(x: Any) -> _Meta:
     return _Meta(np.shape(v) if not isinstance(v, Entry) else v.shape, v.dtype)
 
 
-def _saves(core: Any, has_edge: Callable[[int], bool]) -> tuple[dict[int, bool], bool]:
-    """The edge positions ``core`` saved (position -> True) and whether it saved its result."""
-    decl = SAVES.get(core.name) if core.name is not None else None
-    if decl is None:
-        return {}, False
-    return {k: True for k, j in decl[0] if j is None or has_edge(j)}, decl[1]
+def _saves(decl: tuple[tuple[tuple[int, int | None], ...], bool],
+           has_edge: Callable[[int], bool]) -> tuple[set[int], bool]:
+    """The edge positions a node declared ``decl`` saved, given which edges
+    exist (require grad), and whether it saved its result."""
+    return {k for k, j in decl[0] if j is None or has_edge(j)}, decl[1]
 
 
 def check_versions(order: list[Any]) -> None:
@@ -482,12 +482,20 @@ def check_versions(order: list[Any]) -> None:
     :data:`SAVES` declares for its node name) was modified in place after
     the entry was recorded."""
     for core in order:
-        if type(core) is not FacadeEntry or not core.vjps or core.name is None or core.name not in SAVES:
+        if type(core) is not FacadeEntry or not core.vjps:
             continue
-        if core.held_inputs is None:  # an op with an eagerly made view: it lists its inputs and output
-            saved = getattr(core, "saved", None) or ()
+        name = core.name
+        if not name:  # one output of a multi-output op: its shared view's name
+            shared = getattr(core, "shared", None)
+            name = shared[0].name() if shared is not None else None
+        decl = SAVES.get(name) if name else None
+        if decl is None:
+            continue
+        saved = getattr(core, "saved", None)
+        if saved is not None or core.held_inputs is None:  # an eagerly made view lists inputs and output
+            saved = saved or ()
             edges = getattr(core, "edges", ())
-            pos, out = _saves(core, lambda j: j < len(edges) and edges[j][0] is not None)
+            pos, out = _saves(decl, lambda j: j < len(edges) and edges[j][0] is not None)
             for i in range(0, len(saved), 4):
                 k, key, vc, ver = saved[i], saved[i + 1], saved[i + 2], saved[i + 3]
                 if not (out if k < 0 else k in pos) or vc.v == ver:
@@ -497,7 +505,7 @@ def check_versions(order: list[Any]) -> None:
                 raise RuntimeError(version_message(_meta(key), vc.v, ver, key, None if key is core else vc))
             continue
         parents = core.input_parents
-        pos, out = _saves(core, lambda j: j < len(parents) and parents[j] is not None)
+        pos, out = _saves(decl, lambda j: j < len(parents) and parents[j] is not None)
         vers = core.input_versions
         for k, x in enumerate(inputs_of(core)):
             if x is None or k not in pos:
@@ -508,9 +516,10 @@ def check_versions(order: list[Any]) -> None:
                 j = parents[k]
                 origin = None if j is None else parents_of(core)[j if type(j) is int else j[1]]
                 meta = _meta(x._value if hasattr(x, "_value") else origin)  # (a tensor held, or a parent)
-                if j is not None and type(j) is not int:  # saved as the fused view (``weight.t()``)
+                view = j is not None and type(j) is not int  # saved as the fused view (``weight.t()``)
+                if view:
                     meta.shape = meta.shape[::-1]
-                raise RuntimeError(version_message(meta, vc.v, ver, origin, vc))
+                raise RuntimeError(version_message(meta, vc.v, ver, origin, vc, view=view))
         if out and core.v:  # the result itself was modified in place
             raise RuntimeError(version_message(_meta(core), core.v, 0, core))
 
@@ -530,15 +539,19 @@ SCALAR_TYPE = {"float16": "Half", "float32": "Float", "float64": "Double", "int3
                "int8": "Char", "uint8": "Byte"}
 
 
-def version_message(val: Any, now: int, expected: int, origin: Any = None, vc: Any = None) -> str:
+def version_message(val: Any, now: int, expected: int, origin: Any = None, vc: Any = None, *,
+                    view: bool = False) -> str:
     """PyTorch's error for saved value ``val`` changed in place (at version
     ``now``, saved at ``expected``); ``origin``: the tape node that made it
     (None or a leaf: no "which is output ... of" clause); ``vc``: the version
-    counter of a saved input (see ``_made_by``)."""
+    counter of a saved input (see ``_made_by``); ``view``: what was saved is a
+    view of ``origin`` (PyTorch names it by its regenerated ``AsStrided``)."""
     v = val if isinstance(val, (_Meta, Entry)) else value(val)
     kind = SCALAR_TYPE.get(np.dtype(v.dtype).name, "Float")
     shape = ", ".join(str(s) for s in (v.shape if isinstance(v, (_Meta, Entry)) else np.shape(v)))
     made = _made_by(origin, vc)
+    if view and made:
+        made = ", which is output 0 of AsStrided,"
     return (
         "one of the variables needed for gradient computation has been modified by an "
         f"inplace operation: [torch.{kind}Tensor [{shape}]]{made} is at version {now}; expected "
@@ -575,7 +588,8 @@ def _made_by(origin: Any, vc: Any = None) -> str:
         name, nr = last_inplace[vc], 0
     if name in _CPP_NODES:
         name = f"torch::autograd::{name}"
-    return f", which is output {nr} of {re.sub(r'Backward[0-9]*$', '', name)},"
+    # (PyTorch drops "Backward0" and keeps another overload's number: "Pow1")
+    return f", which is output {nr} of {re.sub(r'Backward0?', '', name)},"
 
 
 # --- the backward walk ----------------------------------------------------------------------------

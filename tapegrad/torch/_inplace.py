@@ -157,11 +157,11 @@ class InplaceOps(_Base):
                 raise RuntimeError(
                     f"output with shape {list(v.shape)} doesn't match the broadcast shape {list(new.shape)}")
             if new._tape is GT:
-                # its own input is not the tensor any more; its output counts as
-                # saved only where PyTorch's backward reads it (our rules may keep
-                # it where PyTorch's keep the inputs: x / y)
+                # its own input is not the tensor any more (PyTorch saves a copy of
+                # it); its output is checked where the node's declaration says
+                # PyTorch's backward reads it (``_graph.SAVES``)
                 self._grad_fn = _node(name, (self,) + others, new._node, new, self._vc, self._vc.v + 1,
-                                      first=False, output=saves_output, claim=True)
+                                      first=False, claim=True)
                 if saves_output and type(new._node) is FacadeEntry:  # checked from the entry's list, the output included
                     new._node.held_inputs = None
             else:

@@ -94,15 +94,14 @@ _classes: dict[str, type] = {}
 
 
 def _node(name: str, ins: Sequence[Any], core: Any, out: Any, out_vc: VersionCounter,
-          out_ver: int = 0, *, first: builtins.bool = True, output: builtins.bool = True,
-          claim: builtins.bool = False) -> Any:
+          out_ver: int = 0, *, first: builtins.bool = True, claim: builtins.bool = False) -> Any:
     """The ``grad_fn`` view of a recorded facade op, built now: edges to ``ins``
     (tensors, or None for scalars PyTorch lists). Tape entry ``core`` (the
     op's last) takes the name, the edges and what the op may have saved, with
     versions: ``(edge position, saved_key, version counter, version)`` for
-    each input (``first``: the first one too) and the output (if ``output``;
-    position -1); ``_graph.check_versions`` checks those its node name
-    declares saved (``_graph.SAVES``), only if an in-place op happens later.
+    each input (``first``: the first one too) and the output (position -1);
+    ``_graph.check_versions`` checks those its node name declares saved
+    (``_graph.SAVES``), only if an in-place op happens later.
     The entry keeps the view weakly (the view holds the entry), and it takes
     them only if no op named it yet, unless ``claim``."""
     cls = _classes.get(name)
@@ -120,7 +119,7 @@ def _node(name: str, ins: Sequence[Any], core: Any, out: Any, out_vc: VersionCou
         if first or k:
             vc = x._vc
             saved += (k, saved_key(x._value), vc, vc.v)
-    if output and out is not None:  # (OUTPUT, not the entry: it would refer to itself)
+    if out is not None:  # (OUTPUT, not the entry: it would refer to itself)
         saved += (-1, OUTPUT if out._node is core else out._node, out_vc, out_ver)
     node._edges = tuple(edges)
     node._core = core
@@ -359,7 +358,7 @@ def _unary_method(fn: Any, name: str) -> Callable[[Tensor], Tensor]:
 
 def _multi(rs: Sequence[Any], name: str, ins: Sequence[Any]) -> tuple[Tensor, ...]:
     """Several outputs of one facade op sharing one ``grad_fn`` (unbind, split)."""
-    outs = [_result(r, "", ()) for r in rs]
+    outs = [_result(r, "", ins) for r in rs]  # (each entry lists the inputs: what the node saved)
     if any(o._grad_fn is not None for o in outs):
         node = _node(name, ins, None, None, VersionCounter())
         for i, o in enumerate(outs):
