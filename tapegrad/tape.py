@@ -435,6 +435,16 @@ class GraphTape(threading.local):
         out._tape = self
         out._node = None
         table = prim.vjps
+        if len(argnums) == 2 and len(args) == 2 and not kwargs:  # (unrolled: see Tape.record)
+            i, j = argnums
+            mi = table.get(i) or prim.vjp_maker(i)
+            mj = table.get(j) or prim.vjp_maker(j)
+            a, b = args
+            vjps = (mi(out, a, b), mj(out, a, b))
+            if sys.getrefcount(out) <= FRESH_REFS:
+                return out, vjps, None
+            res = Traced(ans, self, None)
+            return out, (mi(res, a, b), mj(res, a, b)), res
         makers = [table.get(i) or prim.vjp_maker(i) for i in argnums]
         vjps = pack_rules([m(out, *args, **kwargs) for m in makers])
         if sys.getrefcount(out) <= FRESH_REFS:

@@ -147,6 +147,10 @@ class FacadeTape(GraphTape):
             # (an elementwise op's entry keeps its parent's shape tuple: one
             # object less per op for the cyclic collector to walk)
             node.shape = p.shape if shape == p.shape else shape
+        elif len(argnums) == 2:
+            i, j = argnums
+            node.parents = (args[i]._node, args[j]._node)
+            node.shape = shape
         else:
             node.parents = tuple([args[i]._node for i in argnums])
             node.shape = shape
