@@ -29,8 +29,10 @@ PUBLIC_MODULES = {
     "tapegrad",
     "tapegrad.numpy", "tapegrad.numpy.primitives", "tapegrad.numpy.linalg", "tapegrad.numpy.fft",
     "tapegrad.scipy", "tapegrad.scipy.special",
-    "tapegrad.tape", "tapegrad.tracer", "tapegrad.primitive", "tapegrad.backend", "tapegrad.pytree",
+    "tapegrad.tape", "tapegrad.graph_tape", "tapegrad.tracer", "tapegrad.primitive", "tapegrad.backend",
+    "tapegrad.pytree",
 }
+
 
 def _resolve(dotted: str) -> Any:
     mod, _, name = dotted.rpartition(".")

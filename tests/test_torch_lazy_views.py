@@ -122,7 +122,8 @@ def test_backward_order_is_descending_over_random_graphs() -> None:
     """The entries a backward walks: every reachable one, once, newest first."""
     import random
 
-    from tapegrad.tape import parents_of, reachable
+    from tapegrad.graph_tape import reachable
+    from tapegrad.tape import parents_of
 
     rng = random.Random(0)
     for _ in range(30):

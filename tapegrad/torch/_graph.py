@@ -1,6 +1,6 @@
 """The facade's graph: grad mode, ``grad_fn`` nodes and the backward walk.
 
-There is one facade tape, ``GT`` (a :class:`tapegrad.tape.GraphTape`): it
+There is one facade tape, ``GT`` (a :class:`tapegrad.graph_tape.GraphTape`): it
 records while grad mode is on (its per-thread switch), and its graph is owned
 by the values that reach it. ``grad_fn`` objects are views over its nodes:
 one per facade op, named as PyTorch names them, with ``next_functions``
@@ -21,18 +21,14 @@ from typing import Any
 import numpy as np
 from numpy import ndarray
 
-from tapegrad.tape import (
+from tapegrad.graph_tape import (
     FRESH_REFS,
-    Entry,
     GraphTape,
-    backprop,
     connect_residuals,
     disconnect_residuals,
-    gc_paused,
-    next_index,
-    parents_of,
     reachable,
 )
+from tapegrad.tape import Entry, backprop, gc_paused, next_index, parents_of
 from tapegrad.tracer import Traced, value
 
 
