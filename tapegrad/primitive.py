@@ -3,8 +3,9 @@
 A primitive wraps a function on plain arrays. Called with no traced argument
 it *is* that function (one loop over the arguments, no recording). Called with
 traced arguments it unboxes those of the highest active tape, calls itself on
-the unboxed values (so lower tapes record too), and appends one entry holding
-the staged VJP closures to that tape.
+the unboxed values (so lower tapes record too), and hands the answer to that
+tape's ``record``, the one place that builds entries (see
+:meth:`tapegrad.tape.Tape.record`).
 """
 
 from __future__ import annotations
