@@ -400,3 +400,15 @@ def test_class_reprs_match_torch() -> None:
     for expr in ("type(torch.zeros(1))", "torch.Tensor", "type(torch.nn.Parameter(torch.zeros(1)))", "torch.Size",
                  "torch.dtype", "torch.device", "type(torch.float32)", "type(torch.zeros(2).shape)"):
         assert repr(eval(expr, {"torch": torch})) == repr(eval(expr, {"torch": real})), expr
+
+
+def test_indexing_every_axis_of_plain_data_is_a_view() -> None:
+    """``x[1]`` of a 1-d tensor (and ``z[1, 2]``) is a 0-d view, as in
+    PyTorch: an in-place op on it changes ``x`` (NumPy's scalar was a copy)."""
+    x = torch.tensor([1.0, 2.0, 3.0])
+    x[1].fill_(5.0)
+    assert x.tolist() == [1.0, 5.0, 3.0]
+    z = torch.zeros(2, 3)
+    z[1, 2].add_(7.0)
+    assert z.tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 7.0]]
+    assert z[1, 2].shape == torch.Size([]) and z[1, 2]._version == z._version

@@ -261,6 +261,8 @@ class IndexingOps(_Base):
             return _result(self._value[k], _index_name(key), (self,))
         r = self._value[k]
         if type(r) is not Traced:  # (recorded nothing: no node to name)
+            if isinstance(r, np.generic):  # every axis indexed: a 0-d view, not NumPy's scalar copy
+                r = self._value[(k if isinstance(k, tuple) else (k,)) + (Ellipsis,)]
             return _viewed(_result(r, "", (self,)), self, "index", k)
         # a lone slice is always a slice op, even one that keeps every element
         # (``w[:]``, ``w[0:100]``); in a tuple a no-op slice is skipped (``w[:, :]``: an alias)
