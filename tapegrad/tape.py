@@ -1,8 +1,8 @@
-"""The Wengert tape: nodes, the recording stack (levels) and the reverse replay.
+"""The Wengert tape: entries, the recording stack (levels) and the reverse replay.
 
 Every recorded operation becomes an :class:`Entry` with an index drawn from one
 global counter, so index order is a topological order. The reverse pass walks
-nodes by descending index, never recursing and never sorting the tape.
+entries by descending index, never recursing and never sorting the tape.
 """
 
 from __future__ import annotations
@@ -80,8 +80,6 @@ class Entry:
         # global node numbers (#n); str(tape) numbers each tape's lines from %0
         args = ", ".join(f"#{i}" for i in self.inputs)
         return f"<Entry #{self.index} = {self.primitive}({args})>"
-
-
 
 
 class _Walk(threading.local):

@@ -62,8 +62,9 @@ class FacadeEntry(Entry):
       None then): ``edges``, the view's ``next_functions`` edges; ``saved``,
       ``(edge position, key, version counter, version)`` of its inputs and
       output (position -1; see :func:`saved_key`), of which
-      :func:`check_versions` checks what :data:`SAVES` declares the node saved. ``view``: a weak reference to the ``grad_fn`` view,
-      once one was made. Unset slots cost the hot path nothing: readers use
+      :func:`check_versions` checks what :data:`SAVES` declares the node
+      saved. ``view``: a weak reference to the ``grad_fn`` view, once one was
+      made. Unset slots cost the hot path nothing: readers use
       ``getattr(entry, name, None)``.
     """
 
@@ -641,8 +642,6 @@ def run_backward(roots: list[Any], seeds: list[Any], retain_graph: bool, create_
     for i, g in captured.items():
         out[-i] = g
     return out
-
-
 
 
 def _capturer(store: dict[int, Any], i: int) -> Callable[[Any], Any]:

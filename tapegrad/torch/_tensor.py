@@ -385,7 +385,6 @@ def _v(x: Any) -> Any:
     return x._value if isinstance(x, Tensor) else x
 
 
-
 def _wrap_hook(hook: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def raw(g: Any) -> Any:
         out = hook(_new(g))
