@@ -114,3 +114,32 @@ def test_table_is_complete_for_inplace_variants() -> None:
             covered.update((row.twin, *row.twin_aliases))
     inplace = {n for n in dir(torch.Tensor) if n.endswith("_") and not n.startswith("_")}
     assert inplace <= covered, sorted(inplace - covered)
+
+
+def test_every_node_name_the_facade_makes_is_declared_in_the_op_table_module() -> None:
+    """``tapegrad/torch/_ops.py`` is the one source of node names: each name
+    written anywhere in the facade (``"PowBackward2"`` in a method's code) is
+    a row's node, in-place node or variant, a name with a declared save
+    (``SAVES``) or one of ``OTHER_NODES``."""
+    import ast
+    import os
+    import re
+
+    from tapegrad.torch import _graph, _ops
+
+    declared = set(_ops.OTHER_NODES) | set(_graph.SAVES)
+    for row in _ops.TABLE:
+        declared.update(n for n in (row.node, row.inplace_node, *row.variants) if n)
+    root = os.path.join(os.path.dirname(__file__), "..", "tapegrad", "torch")
+    undeclared = set()
+    for dirpath, _, filenames in os.walk(root):
+        for fn in filenames:
+            if fn.endswith(".py"):
+                with open(os.path.join(dirpath, fn), encoding="utf-8") as f:
+                    tree = ast.parse(f.read())
+                undeclared.update(
+                    f"{fn}: {n.value}" for n in ast.walk(tree)
+                    if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                    and re.fullmatch(r"[A-Z][A-Za-z0-9]*Backward[0-9]*[A-Za-z0-9_]*", n.value)
+                    and n.value not in declared)
+    assert not undeclared, f"node names not declared in tapegrad/torch/_ops.py: {sorted(undeclared)}"

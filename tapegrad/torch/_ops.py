@@ -50,6 +50,7 @@ class Op:
     functions: tuple[str, ...] = ()  # the names (this and aliases) with a ``torch.name`` form
     prim: str | None = None  # the primitive's name when one primitive makes the node
     saves: str = ""  # what PyTorch's backward of ``node`` saves (see ``_graph.register_saves``)
+    variants: tuple[str, ...] = ()  # the other node names the op makes (overloads: ``x - 1`` vs ``1 - x``...)
 
     @property
     def twin(self) -> str | None:
@@ -90,15 +91,16 @@ def unary(name: str, fn: Any, node: str, *, aliases: tuple[str, ...] = (), inpla
 def op(name: str, impl: Callable[..., Any], node: str | None, *, aliases: tuple[str, ...] = (),
        inplace: Callable[..., Any] | None = None, inplace_node: str | None = None,
        twin_aliases: tuple[str, ...] = (), function: bool | str = True, prim: str | None = None,
-       saves: str = "") -> Op:
-    """An op with bespoke logic ``impl`` (a method of an op module)."""
+       saves: str = "", variants: str = "") -> Op:
+    """An op with bespoke logic ``impl`` (a method of an op module); ``variants``:
+    the other node names it makes, space-separated."""
     return Op(name, impl, node, aliases, inplace, inplace_node, twin_aliases, _functions(name, function), prim,
-              saves)
+              saves, tuple(variants.split()))
 
 
-def inplace_only(name: str, impl: Callable[..., Any], node: str) -> Op:
+def inplace_only(name: str, impl: Callable[..., Any], node: str, variants: str = "") -> Op:
     """An in-place op with no out-of-place form (``zero_``, ``fill_``...)."""
-    return Op(name, impl, node)
+    return Op(name, impl, node, variants=tuple(variants.split()))
 
 
 TABLE: tuple[Op, ...] = (
@@ -113,7 +115,7 @@ TABLE: tuple[Op, ...] = (
     op("pow", A.pow, "PowBackward0", inplace=I.pow_, inplace_node="PowBackward0", saves="0"),
     op("neg", A.neg, "NegBackward0", aliases=("negative",), inplace=I.neg_, inplace_node="NegBackward0",
        function="neg negative", prim="negative"),
-    op("matmul", A.matmul, "MmBackward0", saves="0<1 1<0"),
+    op("matmul", A.matmul, "MmBackward0", saves="0<1 1<0", variants="SqueezeBackward4"),
     op("mm", A.mm, "MmBackward0", prim="matmul", saves="0<1 1<0"),
     op("mv", A.mv, "MvBackward0", saves="0<1 1<0"),
     op("dot", A.dot, "DotBackward0", saves="0<1 1<0"),
@@ -175,7 +177,7 @@ TABLE: tuple[Op, ...] = (
     op("sgn", M.sgn, "SgnBackward0", saves="0 out"),
     op("floor", M.floor, "FloorBackward0"),
     op("ceil", M.ceil, "CeilBackward0"),
-    op("round", M.round, "RoundBackward0"),
+    op("round", M.round, "RoundBackward0", variants="RoundBackward1"),
     op("trunc", M.trunc, "TruncBackward0"),
     op("frac", M.frac, "FracBackward0"),
     op("clamp", M.clamp, "ClampBackward1", aliases=("clip",), inplace=I.clamp_, inplace_node="ClampBackward1",
@@ -192,7 +194,7 @@ TABLE: tuple[Op, ...] = (
     op("softmax", M.softmax, "SoftmaxBackward0", saves="out"),
     op("log_softmax", M.log_softmax, "LogSoftmaxBackward0", saves="out"),
     op("logsumexp", M.logsumexp, "LogsumexpBackward0", prim="logsumexp", saves="0 out"),
-    op("remainder", M.remainder, "RemainderBackward1", saves="0<1 1<1"),
+    op("remainder", M.remainder, "RemainderBackward1", saves="0<1 1<1", variants="RemainderBackward0"),
     op("fmod", M.fmod, "FmodBackward1", saves="0<1 1<1"),
     op("hypot", M.hypot, "HypotBackward0", saves="0<0 1<1 out"),
     op("logaddexp", M.logaddexp, "LogaddexpBackward0", saves="0 1"),
@@ -200,9 +202,9 @@ TABLE: tuple[Op, ...] = (
     op("nan_to_num", M.nan_to_num, "NanToNumBackward0", saves="0"),
     op("xlogy", M.xlogy, "XlogyBackward0", saves="0 1"),
     # --- reductions ---
-    op("sum", R.sum, "SumBackward0"),
+    op("sum", R.sum, "SumBackward0", variants="SumBackward1"),
     op("nansum", R.nansum, "NansumBackward0", saves="0"),
-    op("mean", R.mean, "MeanBackward0"),
+    op("mean", R.mean, "MeanBackward0", variants="MeanBackward1"),
     op("prod", R.prod, "ProdBackward0", saves="0 out"),
     op("max", R.max, "MaxBackward1", function=False, prim="max", saves="0 out"),  # torch.max / torch.min: __init__.py
     op("min", R.min, "MinBackward1", function=False, prim="min", saves="0 out"),
@@ -222,7 +224,7 @@ TABLE: tuple[Op, ...] = (
     op("cumsum", R.cumsum, "CumsumBackward0"),
     op("cumprod", R.cumprod, "CumprodBackward0", saves="0 out"),
     op("trace", R.trace, "TraceBackward0"),
-    op("diag", R.diag, "DiagonalBackward0_copy"),
+    op("diag", R.diag, "DiagonalBackward0_copy", variants="DiagEmbedBackward0"),
     op("diagonal", R.diagonal, "DiagonalBackward0"),
     op("triu", R.triu, "TriuBackward0"),
     op("tril", R.tril, "TrilBackward0"),
@@ -234,14 +236,16 @@ TABLE: tuple[Op, ...] = (
     op("nonzero", X.nonzero, None),
     op("take", X.take, "TakeBackward0", saves="0"),
     op("masked_select", X.masked_select, "MaskedSelectBackward0", saves="0"),
-    op("scatter", X.scatter, "ScatterBackward0", inplace=I.scatter_, inplace_node="ScatterBackward0"),
+    op("scatter", X.scatter, "ScatterBackward0", inplace=I.scatter_, inplace_node="ScatterBackward0",
+       variants="ScatterBackward1"),
     op("scatter_add", X.scatter_add, "ScatterAddBackward0", inplace=I.scatter_add_, inplace_node="ScatterAddBackward0"),
     op("index_add", X.index_add, "IndexAddBackward0", inplace=I.index_add_, inplace_node="IndexAddBackward0",
        saves="1<1"),
-    op("index_fill", X.index_fill, "IndexFillBackward0", inplace=I.index_fill_, inplace_node="IndexFillBackward0"),
+    op("index_fill", X.index_fill, "IndexFillBackward0", inplace=I.index_fill_, inplace_node="IndexFillBackward0",
+       variants="IndexFillBackward1"),
     # --- shape ---
     op("view", S.view, "ViewBackward0", function=False, prim="reshape"),
-    op("reshape", S.reshape, "ViewBackward0"),
+    op("reshape", S.reshape, "ViewBackward0", variants="ReshapeAliasBackward0"),
     op("view_as", S.view_as, "ViewBackward0", function=False),
     op("reshape_as", S.reshape_as, "ViewBackward0", function=False),
     op("flatten", S.flatten, "ViewBackward0"),
@@ -251,7 +255,7 @@ TABLE: tuple[Op, ...] = (
     op("transpose", S.transpose, "TransposeBackward0", aliases=("swapaxes", "swapdims"), function="transpose swapaxes"),
     op("permute", S.permute, "PermuteBackward0", prim="transpose"),
     op("movedim", S.movedim, "PermuteBackward0", aliases=("moveaxis",), function="movedim moveaxis"),
-    op("squeeze", S.squeeze, "SqueezeBackward0"),
+    op("squeeze", S.squeeze, "SqueezeBackward0", variants="SqueezeBackward1 SqueezeBackward2"),
     op("unsqueeze", S.unsqueeze, "UnsqueezeBackward0"),
     op("expand", S.expand, "ExpandBackward0", function=False),
     op("expand_as", S.expand_as, "ExpandBackward0", function=False),
@@ -260,7 +264,7 @@ TABLE: tuple[Op, ...] = (
     op("flip", S.flip, "FlipBackward0"),
     op("roll", S.roll, "RollBackward0"),
     op("unbind", S.unbind, "UnbindBackward0"),
-    op("split", S.split, "SplitBackward0"),
+    op("split", S.split, "SplitBackward0", variants="SplitWithSizesBackward0"),
     op("chunk", S.chunk, "SplitBackward0"),
     op("narrow", S.narrow, "SliceBackward0"),
     op("select", S.select, "SelectBackward0"),
@@ -274,7 +278,7 @@ TABLE: tuple[Op, ...] = (
     op("detach", Tensor.detach, None),
     # --- in place only ---
     inplace_only("zero_", I.zero_, "ZeroBackward0"),
-    inplace_only("fill_", I.fill_, "FillBackward2"),
+    inplace_only("fill_", I.fill_, "FillBackward2", variants="FillBackward3"),
     inplace_only("copy_", I.copy_, "CopyBackwards"),
     inplace_only("normal_", I.normal_, "NormalBackward0"),
     inplace_only("uniform_", I.uniform_, "UniformBackward0"),
@@ -283,6 +287,20 @@ TABLE: tuple[Op, ...] = (
 # What PyTorch's backward saves (see ``_graph.register_saves``) for the nodes
 # no row makes: other overloads, ``nn.functional``, in-place forms. Read off
 # PyTorch 2.x (modify each input, or the output, in place and call backward).
+# The node names made by code with no row of its own (indexing, creation
+# functions, conversions, nn.functional, the graph's own nodes). With the rows'
+# names and variants and SAVES, every node name the facade makes is declared
+# in this module (tests/test_torch_op_table.py checks the package for others).
+OTHER_NODES = frozenset({
+    "AliasBackward0", "IndexBackward0", "IndexPutBackward0",  # indexing, x[...] = v
+    "CatBackward0", "StackBackward0",  # torch.cat / torch.stack
+    "ToCopyBackward0", "RealBackward0", "ImagBackward0",  # .to(), .real, .imag
+    "RsubBackward1",  # 1 - x
+    "DivBackward1",  # F.cross_entropy's mean over probability targets
+    "AsStridedBackward0", "SumToSizeBackward0",  # a view read again after its base changed; broadcasting
+})
+
+
 SAVES: dict[str, str] = {
     "ClampBackward0": "0 1 2", "PowBackward1": "0 1 out", "PowBackward2": "0 out", "ProdBackward1": "0 out",
     "XlogyBackward1": "0", "XlogyBackward2": "0", "LerpBackward1": "0<2 1<2 2",
