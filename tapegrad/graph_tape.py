@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tapegrad.tape import Entry, next_index, pack_rules
+from tapegrad.tape import Entry, leaf_entry, next_index, pack_rules
 from tapegrad.tracer import Traced
 
 _new_obj = object.__new__
@@ -92,7 +92,7 @@ class GraphTape(threading.local):
 
     def watch(self, x: Any) -> Traced:
         """A new leaf for ``x`` (an array) on this tape."""
-        return Traced(x, self, Entry(next_index(), x.shape, x.dtype))
+        return Traced(x, self, leaf_entry(x))
 
     def __repr__(self) -> str:
         return f"<tapegrad.GraphTape {'recording' if self.active else 'paused'}>"

@@ -258,7 +258,7 @@ class Tape:
                 f"tapegrad: can only differentiate with respect to floating-point or complex "
                 f"values, but got dtype {x.dtype}"
             )
-        node = Entry(next_index(), x.shape, x.dtype)
+        node = leaf_entry(x)
         self.leaves.append(node)
         if type(x) is Traced:  # watching a value of an outer tape (nesting)
             self._outer[node.index] = x._tape.level
@@ -379,6 +379,12 @@ class Tape:
 
 
 _new_obj = object.__new__
+
+
+def leaf_entry(x: Any) -> Entry:
+    """The entry of a watched input ``x`` (a leaf: no primitive, no parents);
+    every tape makes its leaves here, as it makes its op entries in ``record``."""
+    return Entry(next_index(), x.shape, x.dtype)
 
 
 def _describe(n: Entry) -> str:
