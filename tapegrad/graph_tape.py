@@ -35,7 +35,6 @@ class GraphTape(threading.local):
     """
 
     level = 0
-    node_class: type[Entry] = Entry  # what its entries are (the facade's carry more)
 
     def __init__(self) -> None:
         self.active = True
@@ -50,8 +49,8 @@ class GraphTape(threading.local):
             out, vjps, res = self.rules(prim, ans, args, kwargs, argnums)
         else:
             out = Traced(ans, self, None)
-        out._node = node = self.node_class(next_index(), ans.shape, ans.dtype, prim,
-                                           pack_rules([args[i]._node for i in argnums]), vjps)
+        out._node = node = Entry(next_index(), ans.shape, ans.dtype, prim,
+                                 pack_rules([args[i]._node for i in argnums]), vjps)
         if res is not None:
             node.res = res
         return out

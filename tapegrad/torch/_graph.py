@@ -94,8 +94,6 @@ def set_on_record(fn: Callable[[FacadeEntry], None] | None) -> None:
 class FacadeTape(GraphTape):
     """The facade's tape: a :class:`GraphTape` whose entries are :class:`FacadeEntry`."""
 
-    node_class = FacadeEntry
-
     def record(self, prim: Any, ans: Any, args: Sequence[Any], raw: Sequence[Any], kwargs: dict[str, Any],
                argnums: Sequence[int], vjps: Any = None, name: str | None = None, held_inputs: Any = None,
                input_parents: Any = None, input_versions: tuple[int, ...] | None = None) -> Traced:

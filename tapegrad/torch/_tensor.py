@@ -2,15 +2,16 @@
 
 A tensor holds ``_value``: a plain array (it needs no grad) or a traced value
 on the facade tape ``GT`` (it requires grad; a leaf is a watched value).
-Every method calls ``tapegrad.numpy`` on ``_value`` and wraps the result;
-:func:`_result` attaches the PyTorch-named ``grad_fn`` view when the result
-was recorded. No gradient logic lives here.
+This module holds the class and its autograd API, and the facade's recording
+helpers: the fast paths (``_rec1``, ``_rec2``, ``_rec``, the unary methods and
+tensor-float operators) call the facade tape's ``record``; :func:`_result`
+names what a general op recorded. The op methods live in the op modules and
+are installed by the op table (``_ops.py``). No gradient logic lives here.
 """
 
 from __future__ import annotations
 
 import builtins
-import sys
 import warnings
 import weakref
 from collections.abc import Callable, Sequence
@@ -327,7 +328,6 @@ def _operator(prim: Any, name: str, div: builtins.bool = False) -> Callable[[Ten
     return op
 
 
-_refcount = sys.getrefcount
 
 
 def _unary_method(fn: Any, name: str) -> Callable[[Tensor], Tensor]:
