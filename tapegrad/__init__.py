@@ -7,6 +7,7 @@
 """
 
 from tapegrad import numpy as numpy  # noqa: F401  (installs operators and rules)
+from tapegrad.batching import defbatch
 from tapegrad.debug import debug_nans
 from tapegrad.primitive import defjvp, defvjp, defvjp_argnum, primitive
 from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
@@ -28,6 +29,7 @@ from tapegrad.transforms import (
     stop_gradient,
     value_and_grad,
     vjp,
+    vmap,
 )
 
 __version__ = "0.1.0"
@@ -39,6 +41,7 @@ __all__ = [
     "custom_jvp",
     "custom_vjp",
     "debug_nans",
+    "defbatch",
     "defjvp",
     "defvjp",
     "defvjp_argnum",
@@ -58,4 +61,5 @@ __all__ = [
     "value",
     "value_and_grad",
     "vjp",
+    "vmap",
 ]

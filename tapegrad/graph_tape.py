@@ -34,6 +34,7 @@ class GraphTape(threading.local):
     attribute: it is read on every op).
     """
 
+    batching = False  # (see Tape.batching)
     level = 0
 
     def __init__(self) -> None:

@@ -31,7 +31,7 @@ REGISTRY: list[Primitive] = []  # every named primitive (custom-rule calls make 
 class Primitive:
     """The rule record of one primitive (what the tape keeps a reference to)."""
 
-    __slots__ = ("name", "fun", "wrapped", "vjps", "vjp_argnum", "jvps", "jvp_argnum")
+    __slots__ = ("name", "fun", "wrapped", "vjps", "vjp_argnum", "jvps", "jvp_argnum", "batch_rule")
 
     def __init__(self, fun: Callable[..., Any], name: str) -> None:
         self.name = name
@@ -41,6 +41,7 @@ class Primitive:
         self.vjp_argnum: Callable[..., Callable[[Any], Any]] | None = None
         self.jvps: dict[int, VjpMaker | None] = {}
         self.jvp_argnum: Callable[..., Callable[[Any], Any]] | None = None
+        self.batch_rule: Callable[..., Any] | None = None  # (see tapegrad.batching; None: a loop)
 
     def __repr__(self) -> str:
         return f"<tapegrad primitive {self.name}>"
@@ -146,6 +147,8 @@ def _apply(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
                 else:
                     nested = True
     assert tape is not None
+    if tape.batching:
+        return tape.apply(prim, args, kwargs)
     raw = list(args)
     argnums = []
     for i, a in enumerate(args):
@@ -197,6 +200,8 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
             if type(y) is not Traced and type(a) is not Traced:
                 return prim.fun(a, y, **kwargs) if kwargs else prim.fun(a, y)
             return prim.wrapped(a, _unbox_stale(b), **kwargs)
+    if tape.batching:
+        return tape.apply(prim, (a, b), kwargs)
     x = a._value if ta else a
     y = b._value if tb else b
     if type(x) is Traced or type(y) is Traced:
@@ -281,6 +286,8 @@ _NO_KWARGS: dict[str, Any] = {}
 def _apply1(prim: Primitive, a: Traced, kwargs: dict[str, Any]) -> Any:
     """``_apply`` for one traced argument (unary functions and methods)."""
     tape = a._tape
+    if tape.batching:
+        return tape.apply(prim, (a,), kwargs)
     x = a._value
     if not tape.active:  # e.g. a saved value read in a plain backward pass
         if type(x) is not Traced:
@@ -353,7 +360,13 @@ def nondifferentiable(fun: Callable[..., Any]) -> Callable[..., Any]:
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         for a in args:
             if type(a) is Traced:
-                return fun(*[value(b) for b in args], **kwargs)
+                vals = [value(b) for b in args]
+                for v in vals:
+                    if type(v) is Traced:  # batched by vmap (value() keeps those)
+                        from tapegrad.batching import apply_nondifferentiable
+
+                        return apply_nondifferentiable(fun, wrapped, vals, kwargs)
+                return fun(*vals, **kwargs)
         return fun(*args, **kwargs)
 
     return wrapped

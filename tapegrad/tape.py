@@ -146,6 +146,8 @@ class Tape:
         persistent: allow :meth:`gradient` to be called more than once.
     """
 
+    batching = False  # (a vmap level is not a tape: see tapegrad.batching)
+
     def __init__(self, persistent: bool = False) -> None:
         self.persistent = persistent
         self.entries: list[Entry] = []

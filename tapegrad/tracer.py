@@ -131,12 +131,16 @@ def value(x: Any) -> Any:
     """Return the primal value of ``x`` with no gradient tracking.
 
     For a traced value this is its underlying array (through every level of
-    nesting); anything else is returned unchanged.
+    nesting); anything else is returned unchanged. Inside ``vmap``, a batched
+    value stays batched (its value differs per example).
 
     Example:
         >>> tg.grad(lambda x: x * tg.value(x))(3.0)   # value() is a constant
         3.0
     """
     while type(x) is Traced:
-        x = x._value
+        v = x._value
+        if type(v) is Traced and v._tape is x._tape:  # batched by vmap: its value is itself
+            return x
+        x = v
     return x

@@ -12,10 +12,13 @@ that records operations itself, such as the PyTorch facade.
 
 from __future__ import annotations
 
+import sys as _sys
 from typing import Any
 
 import numpy as _np
 
+from tapegrad import batching as _batching
+from tapegrad.numpy import batch_rules as _batch_rules  # noqa: F401  (installs the batching rules)
 from tapegrad.numpy import derived as _d
 from tapegrad.numpy import fft, linalg, primitives  # tnp.fft, tnp.linalg, tnp.primitives
 from tapegrad.numpy import jvps as _jvps  # noqa: F401  (installs the forward rules)
@@ -183,3 +186,5 @@ for _sub, _np_sub in ((linalg, _np.linalg), (fft, _np.fft)):  # np.linalg.inv(tr
 def __getattr__(name: str) -> Any:
     # everything else (dtypes, constants, helpers) is NumPy's own
     return getattr(_np, name)
+
+_batching._numpy = _sys.modules[__name__]  # (a loop over a batch slices and stacks with these)
