@@ -358,15 +358,16 @@ def nondifferentiable(fun: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fun)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        for a in args:
+        for a in (*args, *kwargs.values()) if kwargs else args:
             if type(a) is Traced:
                 vals = [value(b) for b in args]
-                for v in vals:
+                kw = {k: value(v) for k, v in kwargs.items()} if kwargs else kwargs
+                for v in (*vals, *kw.values()):
                     if type(v) is Traced:  # batched by vmap (value() keeps those)
                         from tapegrad.batching import apply_nondifferentiable
 
-                        return apply_nondifferentiable(fun, wrapped, vals, kwargs)
-                return fun(*vals, **kwargs)
+                        return apply_nondifferentiable(fun, wrapped, vals, kw)
+                return fun(*vals, **kw)
         return fun(*args, **kwargs)
 
     return wrapped
