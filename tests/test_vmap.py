@@ -384,6 +384,35 @@ def test_custom_vjp_of_vmap_of_vmap():
     close(g, sum(true_twice(w, X[i, j])(np.ones(4))[0] for i in range(2) for j in range(3)))
 
 
+def test_custom_vjp_with_pytrees_and_none_cotangents_under_vmap():
+    @tg.custom_vjp
+    def f(p, x):
+        return {"y": p["a"] * x, "s": tnp.sum(p["b"] * x)}
+
+    def fwd(p, x):
+        return f(p, x), (p, x)
+
+    def bwd(res, g):
+        p, x = res
+        return {"a": g["y"] * x, "b": g["s"] * x}, None  # None: no cotangent for x (zeros)
+
+    f.defvjp(fwd, bwd)
+    r = rng(25)
+    p = {"a": r.normal(size=(3,)), "b": r.normal(size=(4, 3))}
+    loss = lambda p, x: tnp.sum(f(p, x)["y"] ** 2) + f(p, x)["s"]  # noqa: E731
+    axes = ({"a": None, "b": 0}, 0)
+
+    def want_one(p, x):  # what the rule gives for one example
+        return {"a": 2 * p["a"] * x * x, "b": x}, np.zeros(3)
+
+    per = [want_one({"a": p["a"], "b": p["b"][i]}, X43[i]) for i in range(4)]
+    got = tg.vmap(tg.grad(loss, argnums=(0, 1)), axes)(p, X43)
+    close(got, ({"a": np.stack([q[0]["a"] for q in per]), "b": np.stack([q[0]["b"] for q in per])},
+                np.zeros((4, 3))))
+    got = tg.grad(lambda p, X: tnp.sum(tg.vmap(loss, axes)(p, X)), argnums=(0, 1))(p, X43)
+    close(got, ({"a": sum(q[0]["a"] for q in per), "b": np.stack([q[0]["b"] for q in per])}, np.zeros((4, 3))))
+
+
 def make_custom_jvp():
     @tg.custom_jvp
     def softplus(x):

@@ -132,17 +132,29 @@ def _check_structure(name: str, got: Any, primals: list[Any], batch: tuple[int, 
             f"primal argument ({len(primals)}), but returned "
             f"{type(got).__name__}" + (f" of length {len(got)}" if isinstance(got, (tuple, list)) else "")
         )
-    leaves, tdef = tree_flatten(list(got))
-    want = tree_flatten(list(primals))[1]
-    if tdef != want:
-        raise TypeError(f"{name}: the backward function returned cotangents of structure {tdef}, "
-                        f"but the primals have structure {want}")
+    leaves: list[Any] = []
+    for k, (c, p) in enumerate(zip(got, primals)):
+        p_leaves, p_def = tree_flatten(p)
+        if c is None:  # zeros for the whole argument, as in JAX
+            leaves += [None] * len(p_leaves)
+            continue
+        c_leaves, c_def = tree_flatten(c)
+        if c_def != p_def:
+            raise TypeError(f"{name}: the backward function returned a cotangent of structure {c_def} "
+                            f"for argument {k}, but the primal has structure {p_def}")
+        leaves += c_leaves
     for k, (c, p) in enumerate(zip(leaves, tree_flatten(list(primals))[0])):
         want_shape = batch + np.shape(value(p))
         if c is not None and np.shape(value(c)) != want_shape:
             raise ValueError(f"{name}: cotangent {k} has shape {np.shape(value(c))}, but "
                              f"shape {want_shape} was expected (its primal's)")
     return leaves
+
+
+def _zeros(p: Any, batch: tuple[int, ...]) -> Any:
+    """Zeros of primal ``p``'s shape (per example, if it is batched) and dtype, after ``batch``."""
+    v = value(p)
+    return np.zeros(batch + tuple(np.shape(v)), v.dtype if hasattr(v, "dtype") else np.result_type(v))
 
 
 class custom_vjp:
@@ -189,8 +201,7 @@ class custom_vjp:
             def vjp(g: Any) -> list[Any]:
                 batch = g.shape[: g.ndim - packing.ndim]
                 cts = _check_structure(name, bwd(res, packing.unpack(g)), primals, batch)
-                return [np.zeros(batch + np.shape(value(p)), np.result_type(value(p))) if c is None else c
-                        for c, p in zip(cts, raw)]
+                return [_zeros(p, batch) if c is None else c for c, p in zip(cts, raw)]
 
             return vjp
 
