@@ -597,6 +597,20 @@ def test_python_control_flow_and_conversions_on_a_batched_value_raise():
     assert tg.grad(lambda x: x * 2.0 if x > 0 else -x)(1.0) == 2.0
 
 
+def test_a_batched_value_that_escapes_its_vmap_raises_when_used():
+    leak = []
+    tg.vmap(lambda x: leak.append(x) or x)(X43)
+    for use in (lambda v: v * 2.0, tnp.sin, lambda v: v[0], tnp.sum, lambda v: v + v, lambda v: v @ np.ones(3)):
+        with pytest.raises(TypeError, match="used after the vmap that made it returned"):
+            use(leak[0])
+
+
+def test_a_tape_cannot_watch_a_batched_value_of_a_vmap_inside_it():
+    with tg.Tape() as t:
+        with pytest.raises(ValueError, match="cannot watch a batched value of a vmap entered inside this tape"):
+            tg.vmap(lambda x: t.watch(x))(X43)
+
+
 # --- batched values never leak; they read well ----------------------------------------
 def test_outputs_are_plain_arrays_or_traced_one_level_down():
     out = tg.vmap(lambda x: {"a": tnp.sin(x), "b": (x, 1.0)})(X43)
