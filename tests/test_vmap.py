@@ -244,6 +244,18 @@ def test_transform_of_vmap(transform):
     close(transform(f)(X43), want(X43))
 
 
+@pytest.mark.parametrize("transform", [tg.jacrev, tg.jacfwd], ids=["jacrev", "jacfwd"])
+def test_jacobians_of_vmap_with_an_unmapped_argument(transform):
+    w = rng(14).normal(size=(3,))
+    f = lambda w, x: tnp.tanh(x * w) * tnp.sum(x ** 2 * w)  # noqa: E731
+    ref = lambda w, X: tnp.stack([f(w, X[i]) for i in range(4)])  # noqa: E731
+    close(transform(tg.vmap(f, (None, 0)))(w, X43), transform(ref)(w, X43))
+    close(transform(tg.vmap(f, (None, 0)), argnums=(0, 1))(w, X43), transform(ref, argnums=(0, 1))(w, X43))
+    close(transform(tg.vmap(f, (None, 0), 1))(w, X43), transform(lambda w, X: ref(w, X).T)(w, X43))
+    check(transform(f, argnums=(0, 1)), (w, X43), (None, 0))
+    close(tg.hessian(lambda w: tnp.sum(tg.vmap(f, (None, 0))(w, X43)))(w), tg.hessian(lambda w: tnp.sum(ref(w, X43)))(w))
+
+
 def test_value_and_grad_with_aux_under_vmap():
     def f(x, y):
         return tnp.sum(tnp.sin(x) * y), {"y2": y * 2.0, "n": tnp.sum(x)}
@@ -473,6 +485,14 @@ def test_explicit_tape_under_vmap():
         return t.gradient(y, xx)
 
     check(tape_grad, (X43,))
+
+    def persistent(x):
+        with tg.Tape(persistent=True) as t:
+            p = t.watch({"a": x, "b": x * 2.0})
+            y = tnp.sum(p["a"] * p["b"])
+        return t.gradient(y, p), t.gradient([y, y], p["a"], output_gradients=[x[0], 1.0])
+
+    check(persistent, (X43,))
     # a tape around vmap: one gradient for the batch
     with tg.Tape() as t:
         X = t.watch(X43)
