@@ -276,6 +276,8 @@ def test_grad_of_function_calling_vmap():
     wts = np.arange(1.0, 5.0)
     vg = tg.value_and_grad(lambda w: tnp.sum(tg.vmap(f, (None, 1))(w, X43.T) * wts))(w)
     close(vg, tg.value_and_grad(lambda w: sum(f(w, X43[i]) * wts[i] for i in range(4)))(w))
+    close(tg.elementwise_grad(tg.vmap(vecf))(X43),
+          tg.elementwise_grad(lambda X: tnp.stack([vecf(X[i]) for i in range(4)]))(X43))
 
 
 def test_per_example_gradients_of_an_mlp():

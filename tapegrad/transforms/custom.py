@@ -7,6 +7,12 @@ replay of the function itself. The function's own forward work runs one
 level down, so it is differentiable there as usual (higher order works).
 Pytree outputs are packed into one flat array for the entry and unpacked
 by recorded slices, so one rule sees the whole output cotangent.
+
+Under ``vmap`` (a batch level the highest among the arguments), the call
+runs one level down as the same kind of call on the batched arrays, with
+the function and its rules mapped over the batch (as JAX batches custom
+rules): a gradient taken outside the vmap uses the rule, once for the
+whole batch, and a rule runs on one example's values as it was written.
 """
 
 from __future__ import annotations
