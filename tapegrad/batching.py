@@ -40,6 +40,11 @@ BatchRule = Callable[..., Any]
 _numpy: Any = None
 
 
+ESCAPED = ("tapegrad.vmap: a batched value was used after the vmap that made it returned (it "
+           "escaped through a side effect: a list, a global, an attribute); return it from the "
+           "mapped function instead")
+
+
 class Aval:
     """The per-example shape and dtype of a batched value (what ``.shape``,
     ``.ndim``, ``.dtype``, ``.size`` and ``len()`` of it report)."""
@@ -75,6 +80,15 @@ class Aval:
 
     def __repr__(self) -> str:
         return f"Batched(shape={self.shape}, dtype={np.dtype(self.dtype).name})"
+
+    # Reached only by a batched value used after its vmap returned (kept by a side
+    # effect): the engine then reads its per-example stand-in as a constant.
+    def _escaped(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(ESCAPED)
+
+    __array__ = __array_ufunc__ = _escaped
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _escaped
+    __pow__ = __rpow__ = __matmul__ = __rmatmul__ = __neg__ = __getitem__ = _escaped
 
 
 class BatchTrace:
@@ -115,6 +129,8 @@ class BatchTrace:
 
     def apply(self, prim: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Traced:
         """Run primitive ``prim`` on ``args``, some of them batched on this level."""
+        if not self.active:
+            raise TypeError(ESCAPED)
         raw = list(args)
         batched = [False] * len(raw)
         for i, a in enumerate(args):

@@ -260,6 +260,13 @@ class Tape:
                 f"tapegrad: can only differentiate with respect to floating-point or complex "
                 f"values, but got dtype {x.dtype}"
             )
+        if type(x) is Traced and x._tape.active and x._tape.level > self.level:
+            what = "a batched value of a vmap" if getattr(x._tape, "batching", False) else "a value of a tape"
+            raise ValueError(
+                f"Tape.watch: cannot watch {what} entered inside this tape (level {x._tape.level}, "
+                f"above this tape's level {self.level}); open the tape inside that function, or "
+                "watch the value before it is mapped"
+            )
         node = leaf_entry(x)
         self.leaves.append(node)
         if type(x) is Traced:  # watching a value of an outer tape (nesting)
