@@ -30,7 +30,7 @@ import numpy as np
 from tapegrad.backend import array_module
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.derived import logsumexp
-from tapegrad.primitive import defjvp, defvjp, primitive
+from tapegrad.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive
 
 __all__ = ["digamma", "erf", "erfc", "expit", "gammaln", "logit", "log_softmax", "logsumexp", "polygamma", "psi",
            "softmax"]
@@ -69,6 +69,7 @@ def _expit(x: Any) -> Any:
     return xp.exp(-xp.logaddexp(0, -x))
 
 
+_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
 erf = primitive(_erf, "erf")
 erfc = primitive(_erfc, "erfc")
 gammaln = primitive(_gammaln, "gammaln")
@@ -161,3 +162,6 @@ defvjp(log_softmax, _vjp_log_softmax)
 defjvp(log_softmax, _jvp_log_softmax)
 defvjp(softmax, _vjp_softmax)
 defjvp(softmax, _vjp_softmax)
+
+
+mark_batched(_OWN_FROM)  # every rule here takes leading batch axes
