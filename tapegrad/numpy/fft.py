@@ -28,7 +28,7 @@ from tapegrad.backend import array_module
 from tapegrad.batching import defbatch
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
-from tapegrad.primitive import defvjp, primitive
+from tapegrad.primitive import REGISTRY, defvjp, mark_batched, primitive
 from tapegrad.tracer import Traced, value
 
 __all__ = ["fft", "fft2", "fftn", "ifft", "ifft2", "ifftn", "irfft", "rfft"]
@@ -71,6 +71,7 @@ def _c2c(a: Any, s: tuple[int, ...], axes: tuple[int, ...], norm: str, inverse: 
     return (xp.fft.ifftn if inverse else xp.fft.fftn)(a, s, axes, norm)
 
 
+_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
 c2c_p = primitive(_c2c, "fft")
 
 
@@ -255,3 +256,6 @@ def irfft(a: Any, n: Any = None, axis: int = -1, norm: Any = None, out: Any = No
 def __getattr__(name: str) -> Any:
     # the rest of numpy.fft (fftfreq, fftshift, ...)
     return getattr(np.fft, name)
+
+
+mark_batched(_OWN_FROM)  # every rule here takes leading batch axes

@@ -45,7 +45,7 @@ from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, move_to_front
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
-from tapegrad.primitive import defvjp, primitive
+from tapegrad.primitive import REGISTRY, defvjp, mark_batched, primitive
 from tapegrad.tracer import Traced, value
 
 __all__ = ["cholesky", "det", "eigh", "eigvalsh", "inv", "norm", "pinv", "qr", "slogdet", "solve",
@@ -132,6 +132,7 @@ def _check_square(a: Any, name: str) -> None:
 
 # --- inverse and solve --------------------------------------------------------------------
 
+_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
 inv_p = primitive(np.linalg.inv, "inv")
 defvjp(inv_p, lambda ans, a: lambda g: -_mm(_T(ans), _mm(g, _T(ans))))
 _stacked(inv_p)
@@ -679,3 +680,6 @@ def _matrix_norm(x: Any, ord: Any, row: int, col: int) -> Any:
 def __getattr__(name: str) -> Any:
     # the rest of numpy.linalg (not differentiable here: traced arguments raise TypeError)
     return getattr(np.linalg, name)
+
+
+mark_batched(_OWN_FROM)  # every rule here takes leading batch axes

@@ -33,7 +33,7 @@ from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, elementwise_rule, shift_axes
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.derived import logsumexp
-from tapegrad.primitive import defjvp, defvjp, primitive
+from tapegrad.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive
 
 __all__ = ["digamma", "erf", "erfc", "expit", "gammaln", "logit", "log_softmax", "logsumexp", "polygamma", "psi",
            "softmax"]
@@ -72,6 +72,7 @@ def _expit(x: Any) -> Any:
     return xp.exp(-xp.logaddexp(0, -x))
 
 
+_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
 erf = primitive(_erf, "erf")
 erfc = primitive(_erfc, "erfc")
 gammaln = primitive(_gammaln, "gammaln")
@@ -179,3 +180,5 @@ def _batch_softmax(prim: Any) -> None:
 
 _batch_softmax(log_softmax)
 _batch_softmax(softmax)
+
+mark_batched(_OWN_FROM)  # every rule here takes leading batch axes

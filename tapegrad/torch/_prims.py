@@ -46,7 +46,7 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.backend import array_module, device_of
 from tapegrad.numpy import primitives as tp
-from tapegrad.primitive import defjvp, defvjp, primitive
+from tapegrad.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive
 from tapegrad.scipy.special import expit
 from tapegrad.tracer import value
 
@@ -75,6 +75,7 @@ def _relu(x: Any) -> Any:
     return array_module(x).maximum(x, x.dtype.type(0))
 
 
+_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
 relu = primitive(_relu, "relu")
 defvjp(relu, lambda ans, x: lambda g: tp.where_mask(value(ans) > 0, g, 0.0))  # (+0 where off, as PyTorch)
 defjvp(relu, lambda ans, x: lambda t: tp.where_mask(value(ans) > 0, t, 0.0))
@@ -217,3 +218,6 @@ def _bce_logits_dy(ans: Any, x: Any, y: Any, pw: Any) -> Any:
 defvjp(bce_logits, _bce_logits_dx, _bce_logits_dy, None)
 defjvp(bce_logits, _bce_logits_dx, _bce_logits_dy, None)
 _elementwise(bce_logits)  # (pw: None, or an array that broadcasts)
+
+
+mark_batched(_OWN_FROM)  # every rule here takes leading batch axes

@@ -124,6 +124,7 @@ def _apply_rule(name: str, fun: Callable[..., Any], args: tuple[Any, ...],
         return ct
 
     prim = Primitive(fun, name)
+    prim.vjps_batched = True  # the rule objects take the batch of cotangents themselves
     for i in argnums:
         prim.vjps[i] = lambda _ans, *_a, _i=i, **_k: lambda g: cotangent(_i, g)
     traced = tape.record(prim, ans, flat, raw, {}, argnums)
