@@ -527,8 +527,6 @@ def test_primitive_without_a_batching_rule_is_mapped_by_a_loop():
     close(tg.vmap(lse)(np.zeros((0, 4))), np.zeros(0))
 
 
-@pytest.mark.xfail(strict=False, reason="lse's VJP rule takes one cotangent at a time; jacrev's batch of "
-                   "cotangents needs the engine to map such rules (SPEC section 3, a separate change)")
 def test_jacobians_with_vmap_of_a_primitive_with_a_one_cotangent_rule():
     X = rng(30).normal(size=(2, 4))
     softmax = np.exp(X) / np.exp(X).sum(axis=1, keepdims=True)
