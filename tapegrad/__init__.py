@@ -8,6 +8,7 @@
 
 from tapegrad import numpy as numpy  # noqa: F401  (installs operators and rules)
 from tapegrad.batching import defbatch
+from tapegrad.compile import jit
 from tapegrad.debug import debug_nans
 from tapegrad.primitive import defjvp, defvjp, defvjp_argnum, primitive
 from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
@@ -52,6 +53,7 @@ __all__ = [
     "jacfwd",
     "jacobian",
     "jacrev",
+    "jit",
     "jvp",
     "primitive",
     "stop_gradient",

@@ -95,6 +95,7 @@ class BatchTrace:
     """One ``vmap`` level: while entered, it is on the tapes' level stack;
     its values are batched along axis 0 of their arrays, ``size`` long."""
 
+    applies = True  # runs primitives itself (see tapegrad.primitive._apply)
     batching = True
 
     def __init__(self, size: int) -> None:
@@ -258,6 +259,8 @@ def apply_nondifferentiable(fun: Callable[..., Any], again: Callable[..., Any], 
     them batched; ``again`` is its tapegrad wrapper (for lower vmap levels)."""
     kwargs = {k: value(v) for k, v in kwargs.items()}
     trace = max((a._tape for a in [*args, *kwargs.values()] if type(a) is Traced), key=lambda t: t.level)
+    if not trace.batching:  # a jit trace: it writes the call down
+        return trace.apply_nondiff(fun, args, kwargs)
     name = getattr(fun, "__name__", "")
     ours = getattr(np, name, None) is fun  # (a NumPy function: its name says what it does)
     if ours and name in _METADATA:

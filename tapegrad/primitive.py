@@ -154,7 +154,7 @@ def _apply(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
                 else:
                     nested = True
     assert tape is not None
-    if tape.batching:
+    if tape.applies:
         return tape.apply(prim, args, kwargs)
     raw = list(args)
     argnums = []
@@ -207,7 +207,7 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
             if type(y) is not Traced and type(a) is not Traced:
                 return prim.fun(a, y, **kwargs) if kwargs else prim.fun(a, y)
             return prim.wrapped(a, _unbox_stale(b), **kwargs)
-    if tape.batching:
+    if tape.applies:
         return tape.apply(prim, (a, b), kwargs)
     x = a._value if ta else a
     y = b._value if tb else b
@@ -293,7 +293,7 @@ _NO_KWARGS: dict[str, Any] = {}
 def _apply1(prim: Primitive, a: Traced, kwargs: dict[str, Any]) -> Any:
     """``_apply`` for one traced argument (unary functions and methods)."""
     tape = a._tape
-    if tape.batching:
+    if tape.applies:
         return tape.apply(prim, (a,), kwargs)
     x = a._value
     if not tape.active:  # e.g. a saved value read in a plain backward pass
@@ -414,7 +414,7 @@ def nondifferentiable(fun: Callable[..., Any]) -> Callable[..., Any]:
                 vals = [value(b) for b in args]
                 kw = {k: value(v) for k, v in kwargs.items()} if kwargs else kwargs
                 for v in (*vals, *kw.values()):
-                    if type(v) is Traced:  # batched by vmap (value() keeps those)
+                    if type(v) is Traced:  # a vmap's or a jit's (value() keeps those)
                         from tapegrad.batching import apply_nondifferentiable
 
                         return apply_nondifferentiable(fun, wrapped, vals, kw)

@@ -147,6 +147,7 @@ class Tape:
         persistent: allow :meth:`gradient` to be called more than once.
     """
 
+    applies = False  # (a vmap or jit level runs primitives itself: see tapegrad.batching)
     batching = False  # (a vmap level is not a tape: see tapegrad.batching)
 
     def __init__(self, persistent: bool = False) -> None:

@@ -192,8 +192,8 @@ class custom_vjp:
             raise TypeError(f"{name}: no rule yet; call .defvjp(fwd, bwd) first")
         flat, tdef = _flat_args(args)
         tape = top_tape(flat)
-        if tape is not None and tape.batching:
-            return self._batched(tape, flat, tdef, name)
+        if tape is not None and tape.applies:  # vmap: batch it; jit: nothing differentiates here
+            return self._batched(tape, flat, tdef, name) if tape.batching else self.fun(*args)
         fwd, bwd = self.fwd, self.bwd
 
         def forward(raw: list[Any]) -> tuple[Any, Any]:
@@ -305,8 +305,8 @@ class custom_jvp:
         tape = top_tape(flat)
         if isinstance(tape, ForwardTape):
             return self._push(tape, flat, tdef)
-        if tape is not None and tape.batching:
-            return self._batched(tape, flat, tdef)
+        if tape is not None and tape.applies:  # vmap: batch it; jit: nothing differentiates here
+            return self._batched(tape, flat, tdef) if tape.batching else self.fun(*args)
         rule = self.rule
 
         def forward(raw: list[Any]) -> tuple[Any, Any]:
@@ -382,8 +382,10 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
 
         flat, tdef = _flat_args(args)
         trace = top_tape(flat)
-        if trace is not None and trace.batching:  # the mapped function, checkpointed one level down
-            args_b, axes, _ = _under_vmap(trace, flat, tdef)
+        if trace is not None and trace.applies:
+            if not trace.batching:  # a jit trace: nothing differentiates here
+                return fun(*args)
+            args_b, axes, _ = _under_vmap(trace, flat, tdef)  # the mapped function, checkpointed one level down
             return tree_map(trace.wrap, remat_b(axes)(*args_b))
 
         def forward(raw: list[Any]) -> tuple[Any, Any]:
