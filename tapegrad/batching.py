@@ -259,14 +259,14 @@ def apply_nondifferentiable(fun: Callable[..., Any], again: Callable[..., Any], 
     them batched; ``again`` is its tapegrad wrapper (for lower vmap levels)."""
     kwargs = {k: value(v) for k, v in kwargs.items()}
     trace = max((a._tape for a in [*args, *kwargs.values()] if type(a) is Traced), key=lambda t: t.level)
-    if not trace.batching:  # a jit trace: it writes the call down
-        return trace.apply_nondiff(fun, args, kwargs)
     name = getattr(fun, "__name__", "")
     ours = getattr(np, name, None) is fun  # (a NumPy function: its name says what it does)
     if ours and name in _METADATA:
         stand_in = [np.broadcast_to(np.zeros((), a.dtype), a.shape) if type(a) is Traced else a
                     for a in args]
         return fun(*stand_in, **kwargs)
+    if not trace.batching:  # a jit trace: it writes the call down
+        return trace.apply_nondiff(fun, args, kwargs)
     out = None
     bound: inspect.BoundArguments | None = None
     if ours and not isinstance(fun, np.ufunc):

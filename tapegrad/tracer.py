@@ -64,7 +64,7 @@ class Traced:
     def __repr__(self) -> str:
         level = getattr(self._tape, "level", "?")
         v = self._value
-        if type(v) is Traced and v._tape is self._tape:  # batched by vmap (see tapegrad.batching)
+        if type(v) is Traced and v._tape is self._tape and getattr(self._tape, "batching", False):  # vmap's
             aval, arr = v._value, self._node
             return (f"Batched(shape={tuple(aval.shape)}, dtype={aval.dtype}, "
                     f"batch_size={self._tape.size}, level={level}, values={arr!r})")
@@ -165,6 +165,6 @@ def _is_batched(x: Traced) -> bool:
     while type(x) is Traced:
         v = x._value
         if type(v) is Traced and v._tape is x._tape:
-            return True
+            return bool(getattr(x._tape, "batching", False))
         x = v
     return False

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.compile.trace import Guard, Var
+from tapegrad.compile.passes import last_uses
+from tapegrad.compile.trace import Guard, Instr, Var
 
 
 class GuardFailed(Exception):
@@ -86,21 +87,25 @@ def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[An
     names = _Names()
     fname = re.sub(r"\W", "_", name) or "compiled"
     lines = [f"def {fname}({', '.join(f'v{n}' for n in inputs)}):"]
+    out_vars = [o.n for o in outputs if type(o) is Var]
+    last = last_uses(program, out_vars)
+    dies: dict[int, list[int]] = {}  # instruction index -> the values dead after it
+    for n, i in last.items():
+        dies.setdefault(i, []).append(n)
+    for i, ins in enumerate(program):
+        for n in ins.outs if type(ins) is Instr else ():
+            if n not in last:  # (one output of several, unused)
+                dies.setdefault(i, []).append(n)
     guards = 0
-    for ins in program:
+    for i, ins in enumerate(program):
         if type(ins) is Guard:
             test = f"not v{ins.var}" if ins.truth else f"v{ins.var}"
             lines.append(f"    if {test}: _fail({guards})")
             guards += 1
-            continue
-        args = [names.arg(a) for a in ins.args]
-        args += [f"{k}={names.arg(v)}" for k, v in ins.kwargs]
-        call = f"{names.fn(ins.fn, ins.name)}({', '.join(args)})"
-        if ins.multi:
-            target = ", ".join(f"v{n}" for n in ins.outs) + ("," if len(ins.outs) == 1 else "")
         else:
-            target = f"v{ins.outs[0]}"
-        lines.append(f"    {target} = {call}")
+            lines.append(_line(ins, names))
+        if i in dies:  # free buffers as soon as the program is done with them (as eager does)
+            lines.append(f"    del {', '.join(f'v{n}' for n in sorted(dies[i]))}")
     rets = []
     for o in outputs:
         if type(o) is Var:
@@ -112,6 +117,17 @@ def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[An
             rets.append(names.const(o))
     lines.append(f"    return [{', '.join(rets)}]")
     return "\n".join(lines) + "\n", names.namespace
+
+
+def _line(ins: Instr, names: _Names) -> str:
+    args = [names.arg(a) for a in ins.args]
+    args += [f"{k}={names.arg(v)}" for k, v in ins.kwargs]
+    call = f"{names.fn(ins.fn, ins.name)}({', '.join(args)})"
+    if ins.multi:
+        target = ", ".join(f"v{n}" for n in ins.outs) + ("," if len(ins.outs) == 1 else "")
+    else:
+        target = f"v{ins.outs[0]}"
+    return f"    {target} = {call}"
 
 
 def compile_source(source: str, namespace: dict[str, Any], name: str) -> Any:
