@@ -7,6 +7,7 @@
 """
 
 from tapegrad import numpy as numpy  # noqa: F401  (installs operators and rules)
+from tapegrad import optimizers
 from tapegrad.batching import defbatch
 from tapegrad.debug import debug_nans
 from tapegrad.primitive import defjvp, defvjp, defvjp_argnum, primitive
@@ -53,6 +54,7 @@ __all__ = [
     "jacobian",
     "jacrev",
     "jvp",
+    "optimizers",
     "primitive",
     "stop_gradient",
     "tree_flatten",
