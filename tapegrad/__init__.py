@@ -7,6 +7,7 @@
 """
 
 from tapegrad import numpy as numpy  # noqa: F401  (installs operators and rules)
+from tapegrad import optimizers
 from tapegrad.batching import defbatch
 from tapegrad.compile import jit
 from tapegrad.debug import debug_nans
@@ -55,6 +56,7 @@ __all__ = [
     "jacrev",
     "jit",
     "jvp",
+    "optimizers",
     "primitive",
     "stop_gradient",
     "tree_flatten",
