@@ -111,10 +111,16 @@ def plan_buffers(program: Sequence[Any], inputs: Iterable[int], outputs: Iterabl
             parent[ra] = rb
 
     instrs = [(i, ins) for i, ins in enumerate(program) if type(ins) is Instr]
+    fresh = {ins.outs[0] for _, ins in instrs if _writes_fresh(ins, values)}
     for _, ins in instrs:
         if not (isinstance(ins.fn, np.ufunc) or getattr(ins.fn, "fresh_out", False)):
             for o in ins.outs:
                 for n in uses(ins):
+                    # A fresh C-ordered array keeps its layout from call to call (it
+                    # is ours), so whether an op returns a view of it depends on
+                    # shapes alone: what the trace saw holds for every call.
+                    if n in fresh and not np.may_share_memory(values[o], values[n]):
+                        continue
                     union(o, n)
     unsafe = {find(n) for n in (*inputs, *outputs)}
     last = last_uses(program, outputs)
