@@ -6,33 +6,74 @@ sees tensors again inside, so the one tape does all the work.
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import functools
+import threading
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 import tapegrad as tg
 from tapegrad.pytree import tree_map
+from tapegrad.torch import _creation
 from tapegrad.torch._tensor import Tensor, _result
+from tapegrad.tracer import Traced
 
-__all__ = ["grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "vjp"]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "stack_module_state",
+           "vjp", "vmap"]
 
 
 def _raw(x: Any) -> Any:
-    return tree_map(lambda t: t._value if isinstance(t, Tensor) else t, x)
+    """Tensors to their values; dicts of any kind (OrderedDict too) to plain
+    dicts, which tapegrad's pytrees walk (they would take an OrderedDict for a leaf)."""
+    if isinstance(x, Tensor):
+        return x._value
+    if isinstance(x, dict):
+        return {k: _raw(v) for k, v in x.items()}
+    t = type(x)
+    if t is tuple or t is list:
+        return t(_raw(c) for c in x)
+    if isinstance(x, tuple) and hasattr(t, "_fields"):
+        return t(*[_raw(c) for c in x])
+    return x
 
 
-def _box(x: Any) -> Any:
-    return tree_map(lambda v: _result(v, "", ()) if hasattr(v, "shape") else v, x)
+def _box(x: Any, like: Any = None) -> Any:
+    """Values to tensors; with ``like``, each dict takes the key order and
+    the type of the matching dict of ``like`` (tapegrad's pytrees sort keys)."""
+    out = tree_map(lambda v: _result(v, "", ()) if hasattr(v, "shape") else v, x)
+    return out if like is None else _restore(out, like)
 
 
-def _raw_fn(f: Callable[..., Any], has_aux: bool = False) -> Callable[..., Any]:
+def _restore(out: Any, like: Any) -> Any:
+    if isinstance(out, dict) and isinstance(like, dict) and out.keys() == like.keys():
+        d = copy.copy(like)
+        for k in like:
+            d[k] = _restore(out[k], like[k])
+        return d
+    if isinstance(out, (tuple, list)) and isinstance(like, (tuple, list)) and len(out) == len(like):
+        kids = [_restore(o, k) for o, k in zip(out, like)]
+        return type(out)(*kids) if hasattr(type(out), "_fields") else type(out)(kids)
+    return out
+
+
+def _raw_fn(f: Callable[..., Any], like: Any, has_aux: bool = False) -> Callable[..., Any]:
+    """``f`` as a function of values, called with tensors shaped like ``like`` (its arguments)."""
     def raw_f(*xs: Any) -> Any:
-        out = f(*_box(xs))
+        out = f(*_box(xs, like))
         if has_aux:
             return _raw(out[0]), _raw(out[1])
         return _raw(out)
 
     raw_f.__name__ = getattr(f, "__name__", "f")
     return raw_f
+
+
+def _picked(args: tuple[Any, ...], argnums: int | tuple[int, ...]) -> Any:
+    """The arguments ``argnums`` picks, as a gradient with respect to them is shaped."""
+    return args[argnums] if isinstance(argnums, int) else tuple(args[i] for i in argnums)
 
 
 def grad(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
@@ -42,32 +83,31 @@ def grad(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: 
         >>> torch.func.grad(lambda x: (x ** 2).sum())(torch.tensor([1.0, 2.0]))
         tensor([2., 4.])
     """
-    g = tg.grad(_raw_fn(func, has_aux), argnums, has_aux)
-
     def grad_f(*args: Any) -> Any:
-        return _box(g(*_raw(args)))
+        out = tg.grad(_raw_fn(func, args, has_aux), argnums, has_aux)(*_raw(args))
+        if has_aux:
+            return _box(out[0], _picked(args, argnums)), _box(out[1])
+        return _box(out, _picked(args, argnums))
 
     return grad_f
 
 
 def grad_and_value(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
     """Like :func:`grad`, returning ``(grad, value)``."""
-    vg = tg.value_and_grad(_raw_fn(func, has_aux), argnums, has_aux)
-
     def f(*args: Any) -> Any:
-        v, g = vg(*_raw(args))
-        return _box(g), _box(v)
+        v, g = tg.value_and_grad(_raw_fn(func, args, has_aux), argnums, has_aux)(*_raw(args))
+        return _box(g, _picked(args, argnums)), _box(v)
 
     return f
 
 
 def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     """``(func(*primals), vjp_fn)``; ``vjp_fn(ct)`` returns one tensor per primal."""
-    res = tg.vjp(_raw_fn(func, has_aux), *_raw(primals), has_aux=has_aux)
+    res = tg.vjp(_raw_fn(func, primals, has_aux), *_raw(primals), has_aux=has_aux)
     fn = res[1]
 
     def vjp_fn(ct: Any) -> tuple[Any, ...]:
-        return _box(fn(_raw(ct)))
+        return _box(fn(_raw(ct)), primals)
 
     if has_aux:
         return _box(res[0]), vjp_fn, _box(res[2])
@@ -79,7 +119,7 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, strict: bool =
     """``(func(*primals), J @ tangents)`` (forward mode)."""
     if has_aux:
         raise NotImplementedError("tapegrad.torch.func.jvp: has_aux=True is not supported yet")
-    out, t = tg.jvp(_raw_fn(func), tuple(_raw(primals)), tuple(_raw(tangents)))
+    out, t = tg.jvp(_raw_fn(func, tuple(primals)), tuple(_raw(primals)), tuple(_raw(tangents)))
     return _box(out), _box(t)
 
 
@@ -88,10 +128,9 @@ def _thin(transform: Callable[..., Any], func: Callable[..., Any], argnums: int 
     """A tapegrad Jacobian transform over a function of facade tensors."""
     if has_aux:
         raise NotImplementedError(f"tapegrad.torch.func.{who}: has_aux=True is not supported yet")
-    j = transform(_raw_fn(func), argnums)
 
     def jac(*args: Any) -> Any:
-        return _box(j(*_raw(args)))
+        return _box(transform(_raw_fn(func, args), argnums)(*_raw(args)), _picked(args, argnums))
 
     return jac
 
@@ -115,5 +154,495 @@ def hessian(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Cal
     return _thin(tg.hessian, func, argnums, "hessian")
 
 
-def vmap(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    raise NotImplementedError("tapegrad.torch.func.vmap is not implemented")
+# --- vmap ----------------------------------------------------------------------------------------
+#
+# PyTorch's pytrees: tuples, lists, dicts (OrderedDict too) and namedtuples are
+# nodes; everything else, None included, is a leaf. (tapegrad's pytree differs:
+# None is an empty subtree and an OrderedDict a leaf.) The facade flattens the
+# arguments itself, checks ``in_dims`` as PyTorch does, and hands
+# ``tapegrad.vmap`` only the mapped tensors' values.
+
+
+def _is_node(x: Any) -> bool:
+    return isinstance(x, (tuple, list, dict))
+
+
+def _children(x: Any) -> list[Any]:
+    return list(x.values()) if isinstance(x, dict) else list(x)
+
+
+def _flatten(tree: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
+    """PyTorch's ``tree_flatten``: the leaves, and a function that puts new
+    leaves back in the same structure."""
+    leaves: list[Any] = []
+    _walk(tree, leaves)
+
+    def build(new: list[Any]) -> Any:
+        it = iter(new)
+        return _rebuild(tree, it)
+
+    return leaves, build
+
+
+def _walk(x: Any, leaves: list[Any]) -> None:
+    if _is_node(x):
+        for c in _children(x):
+            _walk(c, leaves)
+    else:
+        leaves.append(x)
+
+
+def _rebuild(x: Any, it: Any) -> Any:
+    if not _is_node(x):
+        return next(it)
+    if isinstance(x, dict):
+        d = copy.copy(x)  # keeps OrderedDict / defaultdict
+        for k in x:
+            d[k] = _rebuild(x[k], it)
+        return d
+    kids = [_rebuild(c, it) for c in x]
+    if isinstance(x, tuple) and hasattr(type(x), "_fields"):
+        return type(x)(*kids)
+    return type(x)(kids)
+
+
+def _structure(x: Any) -> str:
+    """A short text of ``x``'s tree structure (``*`` for a leaf), for errors."""
+    if not _is_node(x):
+        return "*"
+    if isinstance(x, dict):
+        return "{" + ", ".join(f"{k!r}: {_structure(v)}" for k, v in x.items()) + "}"
+    inner = ", ".join(_structure(c) for c in x)
+    if isinstance(x, list):
+        return f"[{inner}]"
+    return f"({inner}{',' if len(x) == 1 else ''})"
+
+
+def _broadcast(prefix: Any, tree: Any) -> list[Any] | None:
+    """``prefix`` (a leaf, or a tree prefix of ``tree``) as one entry per leaf
+    of ``tree``; None when it does not match (PyTorch's ``_broadcast_to_and_flatten``)."""
+    out: list[Any] = []
+    return out if _bcast(prefix, tree, out) else None
+
+
+def _bcast(prefix: Any, tree: Any, out: list[Any]) -> bool:
+    if not _is_node(prefix):
+        n: list[Any] = []
+        _walk(tree, n)
+        out.extend([prefix] * len(n))
+        return True
+    if not _is_node(tree) or type(prefix) is not type(tree) or len(prefix) != len(tree):
+        return False
+    if isinstance(prefix, dict):
+        if set(prefix) != set(tree):
+            return False
+        return all(_bcast(prefix[k], tree[k], out) for k in tree)
+    return all(_bcast(p, t, out) for p, t in zip(prefix, tree))
+
+
+def _fname(func: Any) -> str:
+    return getattr(func, "__name__", None) or repr(func)
+
+
+RANDOMNESS_ERROR = (
+    "vmap: called random operation while in randomness error mode. Please either use the 'same' or "
+    "'different' randomness flags on vmap or perform the randomness operation out of vmap"
+)
+
+
+class _RandomnessError:
+    """The generator ``_rng()`` returns inside ``vmap(randomness='error')``:
+    any draw raises PyTorch's error (draws from other threads go on)."""
+
+    def __init__(self, rng: Any) -> None:
+        self._rng = rng
+        self._thread = threading.get_ident()
+
+    def __getattr__(self, name: str) -> Any:
+        if threading.get_ident() != self._thread:
+            return getattr(self._rng, name)
+        raise RuntimeError(RANDOMNESS_ERROR)
+
+
+class _RandomnessDifferent:
+    """The generator inside ``vmap(randomness='different')``: each draw gets
+    the batch as a leading axis and comes back batched, one draw per example."""
+
+    def __init__(self, rng: Any, trace: Any) -> None:
+        self._rng = rng
+        self._trace = trace
+        self._thread = threading.get_ident()
+
+    def _batched(self, size: Any) -> tuple[int, ...]:
+        n = self._trace.size
+        if size is None:
+            return (n,)
+        return (n, *((size,) if isinstance(size, int) else tuple(size)))
+
+    def random(self, size: Any = None, *args: Any, **kwargs: Any) -> Any:
+        return self._draw("random", size, *args, **kwargs)
+
+    def standard_normal(self, size: Any = None, *args: Any, **kwargs: Any) -> Any:
+        return self._draw("standard_normal", size, *args, **kwargs)
+
+    def integers(self, low: Any, high: Any = None, size: Any = None, *args: Any, **kwargs: Any) -> Any:
+        return self._draw("integers", size, low, high, *args, **kwargs)
+
+    def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Any:
+        return self._draw("normal", size, loc, scale)
+
+    def uniform(self, low: Any = 0.0, high: Any = 1.0, size: Any = None) -> Any:
+        return self._draw("uniform", size, low, high)
+
+    def permutation(self, x: Any) -> Any:
+        if threading.get_ident() != self._thread:
+            return self._rng.permutation(x)
+        return self._trace.wrap(np.stack([self._rng.permutation(x) for _ in range(self._trace.size)]))
+
+    def _draw(self, method: str, size: Any, *args: Any, **kwargs: Any) -> Any:
+        fn = getattr(self._rng, method)
+        if threading.get_ident() != self._thread:
+            return fn(*args, size=size, **kwargs)
+        return self._trace.wrap(fn(*args, size=self._batched(size), **kwargs))
+
+    def __getattr__(self, name: str) -> Any:
+        if threading.get_ident() != self._thread:
+            return getattr(self._rng, name)
+        raise NotImplementedError(f"tapegrad.torch.func.vmap(randomness='different'): "
+                                  f"the generator's {name} cannot draw per example")
+
+
+@contextlib.contextmanager
+def _randomness(mode: str, trace: Any) -> Any:
+    """Random ops inside: raise (``'error'``), draw once for the whole batch
+    (``'same'``) or once per example (``'different'``)."""
+    if mode == "same":
+        yield
+        return
+    state = _creation._state
+    old = state["rng"]
+    guard = _RandomnessError(old) if mode == "error" else _RandomnessDifferent(old, trace)
+    state["rng"] = guard
+    try:
+        yield
+    finally:
+        if state["rng"] is guard:  # (manual_seed inside the call keeps its generator)
+            state["rng"] = old
+
+
+def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error", *,
+         chunk_size: int | None = None) -> Callable[..., Any]:
+    """``func`` mapped over a dimension of its inputs, as PyTorch's ``torch.func.vmap``.
+
+    ``in_dims`` says which dimension of each positional argument is mapped: an
+    int (negative counts from the end), None (not mapped) or a tuple with one
+    entry per positional argument, nested like the arguments (dicts, lists,
+    tuples). Keyword arguments are not mapped. ``out_dims`` says where the
+    mapped dimension goes in each output (an int, None for an output that
+    does not depend on the mapped inputs, or a tuple like the outputs).
+    ``func`` runs once, on whole batches (``tapegrad.vmap``); it composes with
+    :func:`grad`, :func:`jacrev`, :func:`jacfwd`, :func:`hessian` in either
+    order, and with ``backward()``.
+
+    ``randomness``: a random op inside raises (``'error'``), draws the same
+    values for every example (``'same'``) or different ones (``'different'``).
+    ``chunk_size``: map that many examples at a time and concatenate.
+
+    Example:
+        >>> torch.func.vmap(torch.dot)(torch.ones(3, 2), torch.ones(3, 2))
+        tensor([2., 2., 2.])
+    """
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. "
+                           f"Got {randomness}")
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
+    _check_out_dims(out_dims, func)
+
+    @functools.wraps(func)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        leaves, build = _flatten(args)
+        dims = _check_in_dims(func, in_dims, args, leaves)
+        size = _batch_size(leaves, dims)
+        mapped = [i for i, d in enumerate(dims) if d is not None]
+        if chunk_size is None or chunk_size >= size:
+            return _vmap_call(func, out_dims, randomness, leaves, build, dims, mapped, kwargs)
+        parts = []
+        for start in range(0, size, chunk_size):
+            n = min(chunk_size, size - start)
+            chunk = list(leaves)
+            for i in mapped:
+                chunk[i] = leaves[i].narrow(dims[i], start, n)
+            parts.append(_vmap_call(func, out_dims, randomness, chunk, build, dims, mapped, kwargs,
+                                    flat=True))
+        outs, out_build, odims = parts[0]
+        joined = [o if od is None else _creation.cat([p[0][k] for p in parts], od)
+                  for k, (o, od) in enumerate(zip(outs, odims))]
+        return out_build(joined)
+
+    return wrapped
+
+
+def _check_out_dims(out_dims: Any, func: Any) -> None:
+    leaves: list[Any] = []
+    _walk(out_dims, leaves)
+    if not all(d is None or isinstance(d, int) for d in leaves):
+        name = _fname(func)
+        raise ValueError(f"vmap({name}, ..., out_dims={out_dims}): `out_dims` must be an int, None or a "
+                         "python collection of ints representing where in the outputs the vmapped "
+                         "dimension should appear.")
+
+
+def _check_in_dims(func: Any, in_dims: Any, args: tuple[Any, ...], leaves: list[Any]) -> list[Any]:
+    """One dim (int, normalized, or None) per leaf of ``args``, checked as PyTorch does."""
+    name = _fname(func)
+    who = f"vmap({name}, in_dims={in_dims}, ...)(<inputs>)"
+    if not isinstance(in_dims, (int, tuple)):
+        raise ValueError(f"{who}: expected `in_dims` to be int or a (potentially nested) tuple matching "
+                         f"the structure of inputs, got: {type(in_dims)}.")
+    if not args:
+        raise ValueError(f"vmap({name})(<inputs>): got no inputs. Maybe you forgot to add inputs, or you "
+                         "are trying to vmap over a function with no inputs. The latter is unsupported.")
+    dims = _broadcast(in_dims, args)
+    if dims is None:
+        raise ValueError(f"{who}: in_dims is not compatible with the structure of `inputs`. in_dims has "
+                         f"structure {_structure(in_dims)} but inputs has structure {_structure(args)}.")
+    for i, (a, d) in enumerate(zip(leaves, dims)):
+        if d is None:
+            continue
+        if not isinstance(d, int):
+            raise ValueError(f"{who}: Got in_dim={d} for an input but in_dim must be either an integer "
+                             "dimension or None.")
+        if not isinstance(a, Tensor):
+            raise ValueError(f"{who}: Got in_dim={d} for an input but the input is of type {type(a)}. We "
+                             "cannot vmap over non-Tensor arguments, please use None as the respective in_dim")
+        nd = a.dim()
+        if not -nd <= d < nd:
+            raise ValueError(f"{who}: Got in_dim={d} for some input, but that input is a Tensor of "
+                             f"dimensionality {nd} so expected in_dim to satisfy -{nd} <= in_dim < {nd}.")
+        dims[i] = d % nd
+    return dims
+
+
+def _batch_size(leaves: list[Any], dims: list[Any]) -> int:
+    sizes = [a.shape[d] for a, d in zip(leaves, dims) if d is not None]
+    if not sizes:
+        raise ValueError("vmap: Expected at least one Tensor to vmap over")
+    if any(s != sizes[0] for s in sizes):
+        raise ValueError("vmap: Expected all tensors to have the same size in the mapped dimension, got "
+                         f"sizes {sizes} for the mapped dimension")
+    return int(sizes[0])
+
+
+def _vmap_call(func: Any, out_dims: Any, randomness: str, leaves: list[Any], build: Any,
+               dims: list[Any], mapped: list[int], kwargs: dict[str, Any], flat: bool = False) -> Any:
+    """One ``tapegrad.vmap`` call of ``func`` over the mapped leaves. Returns
+    the outputs, or with ``flat`` (the outputs' leaves, their builder, their out_dims)."""
+    name = _fname(func)
+    got: dict[str, Any] = {}
+
+    def flat_f(*xs: Any) -> tuple[Any, ...]:
+        trace = xs[0]._tape  # the batch level tapegrad.vmap pushed
+        full = list(leaves)
+        for i, x in zip(mapped, xs):
+            full[i] = _result(x, "", ())
+        with _randomness(randomness, trace):
+            out = func(*build(full), **kwargs)
+        outs, out_build = _flatten(out)
+        odims = _broadcast(out_dims, out)
+        if odims is None:
+            raise ValueError(f"vmap({name}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible "
+                             f"with the structure of `outputs`. out_dims has structure {_structure(out_dims)} "
+                             f"but outputs has structure {_structure(out)}.")
+        kept = []
+        for o, od in zip(outs, odims):
+            if od is None:
+                if isinstance(o, Tensor) and type(o._value) is Traced and o._value._tape is trace:
+                    raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor when "
+                                     "out_dim is None")
+            elif not isinstance(o, Tensor):
+                raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type {type(o)}. "
+                                 "Did you mean to set out_dims= to None for output?")
+            else:
+                kept.append(o._value)
+        got.update(outs=outs, build=out_build, odims=odims)
+        return tuple(kept)
+
+    in_axes = tuple(dims[i] for i in mapped)
+    res = iter(tg.vmap(flat_f, in_axes=in_axes, out_axes=0)(*[leaves[i]._value for i in mapped]))
+    outs = []
+    for o, od in zip(got["outs"], got["odims"]):
+        if od is None:
+            outs.append(o)
+            continue
+        t = _result(next(res), "", ())
+        nd = t.dim()
+        if not -nd <= od < nd:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {od})")
+        if od % nd:
+            t = t.movedim(0, od)
+        outs.append(t)
+    if flat:
+        return outs, got["build"], got["odims"]
+    return got["build"](outs)
+
+
+# --- modules as functions ------------------------------------------------------------------------
+
+
+def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = None, kwargs: Any = None, *,
+                    tie_weights: bool = True, strict: bool = False) -> Any:
+    """Call ``module`` with its parameters and buffers replaced by the given
+    tensors (by name: ``"weight"``, ``"0.bias"``, ...), restoring them after.
+
+    ``parameter_and_buffer_dicts`` is a dict or a tuple/list of dicts (their
+    keys must not repeat); names it does not give keep the module's own
+    tensors (``strict=True``: every parameter and buffer must be given, and
+    no other name). With ``tie_weights``, a tensor given for one of the names
+    of a tied parameter replaces it under all of them. ``args`` is one
+    argument or a tuple of them.
+
+    Example:
+        >>> params = {k: v.detach() for k, v in model.named_parameters()}
+        >>> functional_call(model, params, (x,))
+    """
+    if isinstance(parameter_and_buffer_dicts, dict):
+        given = dict(parameter_and_buffer_dicts)
+    elif isinstance(parameter_and_buffer_dicts, (tuple, list)):
+        if not all(isinstance(d, dict) for d in parameter_and_buffer_dicts):
+            raise ValueError("Expected all elements of parameter_and_buffer_dicts to be dictionaries")
+        keys = [k for d in parameter_and_buffer_dicts for k in d]
+        repeated = sorted({k for k in keys if keys.count(k) > 1})
+        if repeated:
+            raise ValueError(f"{repeated} appeared in multiple dictionaries; behavior of functional call is "
+                             "ambiguous")
+        given = {k: v for d in parameter_and_buffer_dicts for k, v in d.items()}
+    else:
+        raise ValueError("Expected parameter_and_buffer_dicts to be a dict, or a list/tuple of dicts, but got "
+                         f"{type(parameter_and_buffer_dicts)}")
+    if args is None:
+        args = ()
+    elif not isinstance(args, tuple):
+        args = (args,)
+    with _reparametrize(module, given, tie_weights, strict):
+        return module(*args, **(kwargs or {}))
+
+
+def _all_names(module: Any) -> dict[str, Any]:
+    """Every parameter and buffer by each of its names (tied ones under several)."""
+    named = dict(module.named_parameters(remove_duplicate=False))
+    named.update(module.named_buffers(remove_duplicate=False))
+    return named
+
+
+def _untie(named: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` plus, for a name of a tied tensor, the same value under its
+    other names (PyTorch's ``_untie_named_tensors_map``)."""
+    by_tensor: dict[int, set[str]] = {}
+    for k, v in named.items():
+        by_tensor.setdefault(id(v), set()).add(k)
+    tied = {k: ks for ks in by_tensor.values() if len(ks) > 1 for k in ks}
+    out = dict(given)
+    for k in given:
+        if k not in tied:
+            continue
+        if len({id(given[t]) for t in tied[k] if t in given}) > 1:
+            raise ValueError(f"functional_call got multiple values for keys {sorted(tied[k])}, which are tied. "
+                             "Consider using tie_weights=False")
+        for t in tied[k]:
+            out[t] = given[k]
+    return out
+
+
+@contextlib.contextmanager
+def _reparametrize(module: Any, given: dict[str, Any], tie_weights: bool, strict: bool) -> Any:
+    named = _all_names(module)
+    if tie_weights:
+        given = _untie(named, given)
+    if strict:
+        missing = sorted(set(named) - set(given))
+        unexpected = sorted(set(given) - set(named))
+        msgs = []
+        if unexpected:
+            msgs.append(f"Unexpected key(s): {', '.join(map(repr, unexpected))}.")
+        if missing:
+            msgs.append(f"Missing key(s): {', '.join(map(repr, missing))}.")
+        if msgs:
+            raise RuntimeError(f"Error(s) in reparametrizing for {type(module).__name__}:\n\t" + "\n\t".join(msgs))
+    undo: list[tuple[Any, str, str | None, Any]] = []
+    try:
+        for k, v in given.items():
+            owner, _, attr = k.rpartition(".")
+            undo.append(_swap(_submodule(module, owner), attr, v))
+        yield
+    finally:
+        for mod, attr, store, old in reversed(undo):
+            if store is None:
+                mod.__dict__.pop(attr, None)
+            elif store == "__dict__":
+                mod.__dict__[attr] = old
+            else:
+                mod.__dict__[store][attr] = old
+
+
+def _submodule(module: Any, path: str) -> Any:
+    mod = module
+    for item in path.split(".") if path else ():
+        sub = mod.__dict__["_modules"].get(item)
+        if sub is None:
+            raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
+        mod = sub
+    return mod
+
+
+def _swap(mod: Any, attr: str, v: Any) -> tuple[Any, str, str | None, Any]:
+    """Put ``v`` in place of ``mod``'s parameter or buffer ``attr`` (any
+    tensor, not only a Parameter: the forward reads it by name); return how
+    to undo it."""
+    for store in ("_parameters", "_buffers"):
+        d = mod.__dict__[store]
+        if attr in d:
+            old = d[attr]
+            d[attr] = v
+            return mod, attr, store, old
+    if attr in mod.__dict__:
+        old = mod.__dict__[attr]
+        mod.__dict__[attr] = v
+        return mod, attr, "__dict__", old
+    mod.__dict__[attr] = v
+    return mod, attr, None, None
+
+
+def stack_module_state(models: Any) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+    """``(params, buffers)``: each parameter and buffer of the (same-class)
+    ``models`` stacked along a new first dimension, for ``vmap`` over an
+    ensemble with :func:`functional_call`. Stacked parameters are new leaves
+    that require grad (as PyTorch makes them).
+
+    Example:
+        >>> params, buffers = stack_module_state([nn.Linear(3, 2) for _ in range(5)])
+        >>> params["weight"].shape
+        torch.Size([5, 2, 3])
+    """
+    models = list(models)
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or not any(m.training for m in models)):
+        raise RuntimeError("stack_module_state: Expected all models to have the same training/eval mode.")
+    if not all(type(m) is type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    all_params = [dict(m.named_parameters()) for m in models]
+    all_buffers = [dict(m.named_buffers()) for m in models]
+    params = {k: _stacked_leaf([p[k] for p in all_params], k) for k in all_params[0]}
+    buffers = {k: _stacked_leaf([b[k] for b in all_buffers], k) for k in all_buffers[0]}
+    return params, buffers
+
+
+def _stacked_leaf(tensors: list[Tensor], name: str) -> Tensor:
+    needs = [t.requires_grad for t in tensors]
+    if any(needs) and not all(needs):
+        raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+    out: Tensor = _creation.stack(tensors)
+    if all(needs):
+        out = out.detach().requires_grad_()
+    return out
