@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad.torch._tensor import Tensor, _new
-from tapegrad.tracer import Traced
+from tapegrad.tracer import Traced, value
 
 
 def _const(r: Any, dtype: Any = None) -> Tensor:
@@ -23,3 +23,12 @@ def _const(r: Any, dtype: Any = None) -> Tensor:
     if type(r) is Traced:
         return _new(r if dtype is None or r.dtype == dtype else r.astype(dtype))  # type: ignore[attr-defined]
     return _new(np.asarray(r, dtype))
+
+
+def batched_repr(v: Traced) -> str:
+    """PyTorch's print of a tensor inside ``vmap``: ``BatchedTensor(lvl=1,
+    bdim=0, value=...)`` around the whole batch (nested ``vmap``: nested)."""
+    inner = value(v._node)
+    text = batched_repr(inner) if type(inner) is Traced else repr(_new(inner))
+    body = "\n".join("    " + line for line in text.split("\n"))
+    return f"BatchedTensor(lvl={v._tape.level}, bdim=0, value=\n{body}\n)"
