@@ -18,7 +18,8 @@ import numpy as np
 import tapegrad as tg
 from tapegrad.pytree import tree_map
 from tapegrad.torch import _creation
-from tapegrad.torch._tensor import Tensor, _result
+from tapegrad.torch._graph import GT
+from tapegrad.torch._tensor import Tensor, _new, _result
 from tapegrad.tracer import Traced
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "stack_module_state",
@@ -43,8 +44,18 @@ def _raw(x: Any) -> Any:
 def _box(x: Any, like: Any = None) -> Any:
     """Values to tensors; with ``like``, each dict takes the key order and
     the type of the matching dict of ``like`` (tapegrad's pytrees sort keys)."""
-    out = tree_map(lambda v: _result(v, "", ()) if hasattr(v, "shape") else v, x)
+    out = tree_map(lambda v: _tensor_of(v) if hasattr(v, "shape") else v, x)
     return out if like is None else _restore(out, like)
+
+
+def _tensor_of(v: Any) -> Tensor:
+    """A tensor of value ``v``; one recorded on the facade tape by tapegrad's
+    primitives (not by a facade op) gets the ``grad_fn`` its tape entry names."""
+    if type(v) is Traced and v._tape is GT:
+        if isinstance(v._value, np.generic):
+            v._value = np.asarray(v._value)
+        return _new(v)
+    return _result(v, "", ())
 
 
 def _restore(out: Any, like: Any) -> Any:
@@ -445,7 +456,7 @@ def _vmap_call(func: Any, out_dims: Any, randomness: str, leaves: list[Any], bui
         trace = xs[0]._tape  # the batch level tapegrad.vmap pushed
         full = list(leaves)
         for i, x in zip(mapped, xs):
-            full[i] = _result(x, "", ())
+            full[i] = _tensor_of(x)
         with _randomness(randomness, trace):
             out = func(*build(full), **kwargs)
         outs, out_build = _flatten(out)
@@ -475,7 +486,7 @@ def _vmap_call(func: Any, out_dims: Any, randomness: str, leaves: list[Any], bui
         if od is None:
             outs.append(o)
             continue
-        t = _result(next(res), "", ())
+        t = _tensor_of(next(res))
         nd = t.dim()
         if not -nd <= od < nd:
             raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {od})")

@@ -236,7 +236,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         noise = np.zeros((), v.dtype)
     else:
         noise = (_rng().random(v.shape) >= p).astype(v.dtype) / (1 - p)  # each kept with probability 1 - p
-    mask = _new(array_module(v).asarray(noise))
+    mask = _new(noise if type(noise) is Traced else array_module(v).asarray(noise))  # (batched: vmap's 'different')
     return input.mul_(mask) if inplace else input * mask
 
 
