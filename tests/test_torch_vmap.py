@@ -225,26 +225,43 @@ def test_randomness():
         vmap(torch.sin, randomness="sometimes")
 
 
-def test_randomness_error_leaves_other_threads_alone():
+def test_nested_randomness():
+    x = torch.ones(3, 4, 2)
+    r = vmap(vmap(lambda a: a * torch.rand(2), randomness="same"), randomness="different")(x)
+    assert torch.equal(r[0, 0], r[0, 1]) and not torch.equal(r[0, 0], r[1, 0])
+    r = vmap(vmap(lambda a: a * torch.rand(2), randomness="different"), randomness="same")(x)
+    assert not torch.equal(r[0, 0], r[0, 1]) and torch.equal(r[0], r[1])
+    r = vmap(vmap(lambda a: a * torch.rand(2), randomness="different"), randomness="different")(x)
+    assert len({tuple(v.tolist()) for v in r.reshape(12, 2)}) == 12
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        vmap(vmap(lambda a: a * torch.rand(2), randomness="same"))(x)
+
+
+def test_randomness_is_per_thread():
+    """Thread A is inside vmap(randomness='error'); thread B draws outside
+    vmap, then enters and leaves its own vmap while A is still inside."""
     got = []
-    started, release = threading.Event(), threading.Event()
+    a_inside, b_done = threading.Event(), threading.Event()
 
-    def other():
-        started.wait()
-        got.append(torch.rand(2).shape)
-        release.set()
+    def b():
+        a_inside.wait(5)
+        got.append(torch.rand(2).shape)  # not inside any vmap: draws
+        got.append(vmap(lambda v: v * torch.rand(1), randomness="same")(torch.ones(2, 1)).shape)
+        b_done.set()
 
-    th = threading.Thread(target=other)
+    def f(v):
+        a_inside.set()
+        b_done.wait(5)
+        with pytest.raises(RuntimeError, match="randomness error mode"):
+            torch.rand(1)
+        return v * 2
+
+    th = threading.Thread(target=b)
     th.start()
-
-    def f(a):
-        started.set()
-        release.wait(5)
-        return a * 2
-
     vmap(f)(torch.ones(2, 2))
     th.join()
-    assert got == [torch.Size([2])]
+    assert got == [torch.Size([2]), torch.Size([2, 1])]
+    assert torch.rand(3).shape == (3,)  # and after both, draws as before
 
 
 @pytest.mark.parametrize(("call", "kind", "message"), [

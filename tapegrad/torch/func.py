@@ -262,27 +262,24 @@ RANDOMNESS_ERROR = (
 
 
 class _RandomnessError:
-    """The generator ``_rng()`` returns inside ``vmap(randomness='error')``:
-    any draw raises PyTorch's error (draws from other threads go on)."""
+    """What random ops draw from inside ``vmap(randomness='error')``: any draw
+    raises PyTorch's error."""
 
     def __init__(self, rng: Any) -> None:
         self._rng = rng
-        self._thread = threading.get_ident()
 
     def __getattr__(self, name: str) -> Any:
-        if threading.get_ident() != self._thread:
-            return getattr(self._rng, name)
         raise RuntimeError(RANDOMNESS_ERROR)
 
 
 class _RandomnessDifferent:
-    """The generator inside ``vmap(randomness='different')``: each draw gets
-    the batch as a leading axis and comes back batched, one draw per example."""
+    """What random ops draw from inside ``vmap(randomness='different')``: each
+    draw gets the batch as a leading axis and comes back batched, one draw
+    per example (from ``rng``, the enclosing level's generator)."""
 
     def __init__(self, rng: Any, trace: Any) -> None:
         self._rng = rng
         self._trace = trace
-        self._thread = threading.get_ident()
 
     def _batched(self, size: Any) -> tuple[int, ...]:
         n = self._trace.size
@@ -306,39 +303,59 @@ class _RandomnessDifferent:
         return self._draw("uniform", size, low, high)
 
     def permutation(self, x: Any) -> Any:
-        if threading.get_ident() != self._thread:
-            return self._rng.permutation(x)
         return self._trace.wrap(np.stack([self._rng.permutation(x) for _ in range(self._trace.size)]))
 
     def _draw(self, method: str, size: Any, *args: Any, **kwargs: Any) -> Any:
-        fn = getattr(self._rng, method)
-        if threading.get_ident() != self._thread:
-            return fn(*args, size=size, **kwargs)
-        return self._trace.wrap(fn(*args, size=self._batched(size), **kwargs))
+        return self._trace.wrap(getattr(self._rng, method)(*args, size=self._batched(size), **kwargs))
 
     def __getattr__(self, name: str) -> Any:
-        if threading.get_ident() != self._thread:
-            return getattr(self._rng, name)
         raise NotImplementedError(f"tapegrad.torch.func.vmap(randomness='different'): "
                                   f"the generator's {name} cannot draw per example")
+
+
+class _Dispatch:
+    """The facade's generator while some thread is inside ``vmap``: each
+    thread draws through the randomness of the vmap levels it is inside
+    (innermost last), a thread inside none from the generator itself."""
+
+    def __init__(self, rng: Any) -> None:
+        self.rng = rng
+
+    def __getattr__(self, name: str) -> Any:
+        gen = self.rng
+        for mode, trace in getattr(_levels, "stack", ()):
+            if mode == "error":
+                gen = _RandomnessError(gen)
+            elif mode == "different":
+                gen = _RandomnessDifferent(gen, trace)
+        return getattr(gen, name)
+
+
+_levels = threading.local()  # .stack: the (randomness, trace) of the vmap calls this thread is inside
+_lock = threading.Lock()
+_inside = [0]  # calls inside vmap, all threads
 
 
 @contextlib.contextmanager
 def _randomness(mode: str, trace: Any) -> Any:
     """Random ops inside: raise (``'error'``), draw once for the whole batch
     (``'same'``) or once per example (``'different'``)."""
-    if mode == "same":
-        yield
-        return
     state = _creation._state
-    old = state["rng"]
-    guard = _RandomnessError(old) if mode == "error" else _RandomnessDifferent(old, trace)
-    state["rng"] = guard
+    with _lock:
+        if type(state["rng"]) is not _Dispatch:
+            state["rng"] = _Dispatch(state["rng"])
+        _inside[0] += 1
+    stack = _levels.__dict__.setdefault("stack", [])
+    stack.append((mode, trace))
     try:
         yield
     finally:
-        if state["rng"] is guard:  # (manual_seed inside the call keeps its generator)
-            state["rng"] = old
+        stack.pop()
+        with _lock:
+            _inside[0] -= 1
+            rng = state["rng"]
+            if not _inside[0] and type(rng) is _Dispatch:  # (manual_seed inside replaced it: keep that)
+                state["rng"] = rng.rng
 
 
 def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error", *,
