@@ -298,6 +298,16 @@ def test_errors(call, kind, message):
     assert message in str(err.value)
 
 
+def test_inplace_into_an_unbatched_tensor_raises():
+    w = torch.zeros(4)
+    for f in (lambda a: w.mul_(a), lambda a: w.copy_(a), lambda a: w.__setitem__(0, a[0]),
+              lambda a: w.__iadd__(a)):
+        with pytest.raises(RuntimeError, match=r"vmap: inplace arithmetic\(self, \*extra_args\) is not possible"):
+            vmap(f)(t(X))
+    assert torch.equal(w, torch.zeros(4))  # untouched: no batched value leaked out of vmap
+    close(vmap(lambda a: a.clone().add_(w).mul_(2))(t(X)), t(X) * 2)  # a batched tensor's own in-place ops work
+
+
 def test_torch_vmap_and_printing():
     assert torch.vmap is vmap
     printed = []
@@ -452,6 +462,7 @@ def test_errors_match_pytorch(torch_diff):
         lambda tc: tc.func.vmap(lambda a: a + tc.randn(4))(tc.tensor(X)),
         lambda tc: tc.func.vmap(tc.sin, randomness="foo")(tc.tensor(X)),
         lambda tc: tc.func.vmap(tc.sin, chunk_size=-1)(tc.tensor(X)),
+        lambda tc: tc.func.vmap(lambda a: tc.zeros(4).mul_(a))(tc.tensor(X)),
         lambda tc: tc.func.stack_module_state([]),
         lambda tc: tc.func.functional_call(tc.nn.Linear(2, 2), {"bias": tc.ones(2)}, tc.ones(2), strict=True),
         lambda tc: tc.func.functional_call(tc.nn.Linear(2, 2), ({"bias": tc.ones(2)}, {"bias": tc.ones(2)}),

@@ -32,3 +32,20 @@ def batched_repr(v: Traced) -> str:
     text = batched_repr(inner) if type(inner) is Traced else repr(_new(inner))
     body = "\n".join("    " + line for line in text.split("\n"))
     return f"BatchedTensor(lvl={v._tape.level}, bdim=0, value=\n{body}\n)"
+
+
+def check_inplace(v: Any, new: Any) -> None:
+    """An in-place op inside ``vmap`` cannot write per-example values into a
+    tensor that is the same for every example (PyTorch's error): ``new``, the
+    op's result, is batched on a level that ``v``, the tensor's value, is not."""
+    tape = new._tape
+    if getattr(tape, "batching", False) and not (type(v) is Traced and v._tape is tape):
+        raise RuntimeError(INPLACE_UNBATCHED)
+
+
+INPLACE_UNBATCHED = (
+    "vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a Tensor `other` in "
+    "extra_args that has more elements than `self`. This happened due to `other` being vmapped over but "
+    "`self` not being vmapped over in a vmap. Please try to use out-of-place operators instead of inplace "
+    "arithmetic. If said operator is being called inside the PyTorch framework, please file a bug report "
+    "instead.")
