@@ -49,3 +49,10 @@ INPLACE_UNBATCHED = (
     "`self` not being vmapped over in a vmap. Please try to use out-of-place operators instead of inplace "
     "arithmetic. If said operator is being called inside the PyTorch framework, please file a bug report "
     "instead.")
+
+
+ITEM = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over calling .item() on a "
+        "Tensor, please try to rewrite what you're doing with other operations. If error is occurring somewhere "
+        "inside PyTorch internals, please file a bug report.")
+CONTROL_FLOW = ("vmap: It looks like you're attempting to use a Tensor in some data-dependent control flow. We "
+                "don't support that yet, please file an issue at https://github.com/pytorch/pytorch/issues .")

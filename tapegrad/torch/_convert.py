@@ -22,7 +22,7 @@ import tapegrad.numpy as tnp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _format
 from tapegrad.torch import _prims as P
-from tapegrad.torch._batched import batched_repr
+from tapegrad.torch._batched import CONTROL_FLOW, ITEM, batched_repr
 from tapegrad.torch._creation import tensor
 from tapegrad.torch._promote import _cast, _contiguous, _shape_arg
 from tapegrad.torch._tensor import OpsBase as _Base
@@ -129,6 +129,8 @@ class ConvertOps(_Base):
     def item(self) -> Any:
         """The value of a one-element tensor as a Python number."""
         v = value(self._value)
+        if type(v) is Traced:  # inside vmap: one number per example
+            raise RuntimeError(ITEM)
         if v.size != 1:
             raise RuntimeError(f"a Tensor with {v.size} elements cannot be converted to Scalar")
         return v.item() if hasattr(v, "item") else v
@@ -273,6 +275,8 @@ class ConvertOps(_Base):
 
     def __bool__(self) -> builtins.bool:
         v = value(self._value)
+        if type(v) is Traced:  # inside vmap
+            raise RuntimeError(CONTROL_FLOW)
         if v.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return builtins.bool(v.item() if hasattr(v, "item") else v)
