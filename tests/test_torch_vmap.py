@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 
 import numpy as np
 import pytest
@@ -30,6 +30,7 @@ from tapegrad.torch.func import (
 )
 
 RNG = np.random.default_rng(0)
+Pair = namedtuple("Pair", "first second")
 X = RNG.standard_normal((5, 4))
 Y = RNG.standard_normal((5, 4))
 W = RNG.standard_normal((4, 3))
@@ -115,6 +116,12 @@ def test_nested_structures_and_kwargs():
     out = vmap(lambda d: (seen.append(list(d)), d["a"] - d["b"])[1])(od)
     assert seen == [["b", "a"]]  # an OrderedDict stays one, in its order
     close(out, y - x)
+    # namedtuples and max(dim)'s (values, indices) stay what they are, in and out
+    pair = vmap(lambda r: Pair(r.values * 2, r.indices))(x.max(dim=1))
+    assert type(pair) is Pair
+    close(pair.first, x.max(dim=1).values * 2)
+    assert torch.equal(pair.second, x.argmax(1))
+    assert vmap(lambda a: (a, torch.Size([2])), out_dims=(0, None))(x)[1] == (2,)
     # a None argument is passed through; a dict of outputs keeps its keys' order
     out = vmap(lambda a, none: {"z": a * 2, "a": a}, in_dims=(0, None))(x, None)
     assert list(out) == ["z", "a"]

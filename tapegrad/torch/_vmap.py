@@ -25,6 +25,7 @@ import numpy as np
 
 import tapegrad as tg
 from tapegrad.torch import _creation
+from tapegrad.torch._dtype import Size
 from tapegrad.torch._graph import GT
 from tapegrad.torch._tensor import Tensor, _new, _result
 from tapegrad.tracer import Traced
@@ -43,7 +44,7 @@ def _tensor_of(v: Any) -> Tensor:
 
 
 def _is_node(x: Any) -> bool:
-    return isinstance(x, (tuple, list, dict))
+    return isinstance(x, (tuple, list, dict)) and type(x) is not Size  # (a torch.Size is a leaf)
 
 
 def _children(x: Any) -> list[Any]:
@@ -80,9 +81,14 @@ def _rebuild(x: Any, it: Any) -> Any:
             d[k] = _rebuild(x[k], it)
         return d
     kids = [_rebuild(c, it) for c in x]
-    if isinstance(x, tuple) and hasattr(type(x), "_fields"):
-        return type(x)(*kids)
-    return type(x)(kids)
+    t = type(x)
+    if t is tuple or isinstance(x, list):
+        return t(kids)
+    # a namedtuple, or a (values, indices) result of max(dim), sort, topk...
+    out = t(*kids)
+    if hasattr(x, "__dict__"):
+        out.__dict__.update(x.__dict__)
+    return out
 
 
 def _structure(x: Any) -> str:
