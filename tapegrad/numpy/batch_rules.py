@@ -5,7 +5,13 @@ array, batch on axis 0, and runs the whole batch in one call of primitives
 (so tapes below the vmap level record it): elementwise primitives broadcast,
 reductions and shape primitives shift their axes by one, products get the
 batch as a leading stack axis, and the primitives that already take leading
-batch axes (``getitem``, ``index_add``, ``sum_to``) are told one more.
+batch axes (``getitem``, ``index_add``, ``sum_to``) are told one more. An
+index computed per example (``logp[y]``, ``x[idx]``, ``x[mask]``) gets the
+batch as one more integer array, an arange over it: one gather or scatter.
+No rule loops over the batch; a rule returns None (the generic loop) only
+where each example's result has a shape of its own to find (a 0-d boolean
+index, a boolean mask batched on two vmap levels) or for a ``roll`` whose
+shift differs per example.
 """
 
 from __future__ import annotations
@@ -452,9 +458,11 @@ def _setitem_mask(x: Any, index: Index, own: Sequence[int], v: Any, bv: bool, si
     ``None``, and a ``v`` that broadcasts along the selected entries; None
     for the rest."""
     key = index.key
-    (m,) = own if len(own) == 1 else (None,)
-    mask = None if m is None else key[m]._node
-    if mask is None or type(mask) is Traced or mask.ndim < 2:
+    if len(own) != 1:
+        return None
+    m = own[0]
+    mask = key[m]._node
+    if type(mask) is Traced or mask.ndim < 2:
         return None
     if any(i != m and not (k is None or isinstance(k, slice)) for i, k in enumerate(key)):
         return None

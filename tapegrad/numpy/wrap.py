@@ -3,7 +3,9 @@
 Most are NumPy's own functions made differentiable with ``primitive``; a few
 have small implementations here because their rules need a handle NumPy does
 not give (``concatenate`` with arrays as positional arguments, indexing with
-batch axes, ``einsum`` with operands as positional arguments).
+batch axes, ``einsum`` with operands as positional arguments). The three
+indexing primitives have front-ends that lift the indexed array to the vmap
+levels of an index computed per example (see :func:`lift`).
 Their VJP rules live in ``vjps.py``. Functions with no derivative (or a zero
 one) are wrapped with ``nondifferentiable``: they read traced values by value.
 """
@@ -239,7 +241,7 @@ class Index:
     def __init__(self, key: Any, ndim: int) -> None:
         if not isinstance(key, tuple):
             key = (key,)
-        items = []
+        items: list[Any] = []
         kind = "basic"
         traces: tuple[Any, ...] = ()
         for k in key:
