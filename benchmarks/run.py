@@ -37,6 +37,11 @@ forward + backward of the same function, run in the same process):
     formulas (benchmarks/linalg_bench.py).
 (h) One training epoch of examples/train_digits.py in each style against a
     hand-written NumPy epoch (benchmarks/digits_bench.py; needs scikit-learn).
+(i) Per-example gradients of a 64-128-128-10 tanh MLP (softmax cross-entropy,
+    batch 256, float64) with ``vmap(grad(loss), in_axes=(None, 0, 0))``
+    against a hand-written per-example gradient (``einsum`` over the batch),
+    and against a Python loop of ``tg.grad`` (benchmarks/vmap_bench.py);
+    ``torch.func.vmap(grad)`` as a peer column when PyTorch is importable.
 
 How: ``OMP/OPENBLAS/MKL_NUM_THREADS`` default to 1 before NumPy is imported
 (and ``threadpoolctl`` limits BLAS to one thread when it is installed). Each
@@ -88,13 +93,14 @@ import tapegrad.numpy as tnp
 Params = dict[str, np.ndarray]
 Sampler = Callable[[], float]  # runs once, returns the seconds of its timed part
 
-CASES = ("a", "b", "c", "d", "e", "f", "g", "h")
+CASES = ("a", "b", "c", "d", "e", "f", "g", "h", "i")
 CHAIN_ITERS = 333  # (a): 333 x (sin, mul, add) + a final sum = 1,000 ops
 CHAIN_OPS = 3 * CHAIN_ITERS + 1
 A_MUL, A_ADD = 1.0001, 0.1
 C_MUL = 1.0000001  # (c): one multiply per entry
 LAYERS = (64, 512, 512, 10)
-TARGETS = {"a": 3.0, "b": 1.0, "c": 2.0, "d": 1.0, "e": 3.0, "f": 1.2, "g": 1.2, "h": 1.1}  # tapegrad / numpy
+TARGETS = {"a": 3.0, "b": 1.0, "c": 2.0, "d": 1.0, "e": 3.0, "f": 1.2, "g": 1.2, "h": 1.1,
+           "i": 1.5}  # tapegrad / numpy
 
 
 class GradientMismatch(AssertionError):
@@ -787,9 +793,21 @@ def case_h(s: Settings, peers: list[Peer]) -> list[Row]:
             for style, t, t_np, _ in digits_bench.run(s.a_repeats < 10)]
 
 
+def case_i(s: Settings, peers: list[Peer]) -> list[Row]:
+    """Per-example gradients with vmap(grad) against NumPy by hand and a loop of grad."""
+    import vmap_bench  # benchmarks/vmap_bench.py
+
+    med = vmap_bench.run(s.a_repeats < 10)
+    peer = {"torch": med["torch.func"]} if "torch.func" in med and any(p.name == "torch" for p in peers) else {}
+    return [Row("i", "per-example grads, vmap(grad), f64", "ms", numpy=med["numpy"],
+                tapegrad=med["tapegrad"], peers=peer),
+            Row("i", "vmap(grad) vs a loop of grad", "ms", numpy=med["loop"],
+                tapegrad=med["tapegrad"], target=0.25)]
+
+
 CASE_FUNCS: dict[str, Callable[[Settings, list[Peer]], list[Row]]] = {
     "a": case_a, "b": case_b, "c": case_c, "d": case_d, "e": case_e, "f": case_f, "g": case_g,
-    "h": case_h,
+    "h": case_h, "i": case_i,
 }
 CASE_LABELS = {
     "a": ("1,000-op chain, (4,) f64, fwd+bwd", "us/op"),
@@ -800,6 +818,7 @@ CASE_LABELS = {
     "f": ("torch facade vs functional API", "-"),
     "g": ("linalg gradients vs formulas, n=500", "ms"),
     "h": ("train_digits epoch vs NumPy", "ms"),
+    "i": ("per-example gradients, vmap(grad)", "ms"),
 }
 
 

@@ -7,7 +7,9 @@
 """
 
 from tapegrad import numpy as numpy  # noqa: F401  (installs operators and rules)
+from tapegrad import optimizers
 from tapegrad.batching import defbatch
+from tapegrad.compile import jit
 from tapegrad.debug import debug_nans
 from tapegrad.primitive import defjvp, defvjp, defvjp_argnum, primitive
 from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
@@ -52,7 +54,9 @@ __all__ = [
     "jacfwd",
     "jacobian",
     "jacrev",
+    "jit",
     "jvp",
+    "optimizers",
     "primitive",
     "stop_gradient",
     "tree_flatten",

@@ -17,7 +17,7 @@ def array_module(*xs: Any) -> ModuleType:
 
     Raises ``ValueError`` naming both devices when CPU and GPU arrays are mixed.
     """
-    from tapegrad.tracer import value
+    from tapegrad.tracer import Traced, value
 
     ndarray = np.ndarray
     for x in xs:  # the common case (all NumPy arrays) first, fast
@@ -28,6 +28,8 @@ def array_module(*xs: Any) -> ModuleType:
     found = None
     for x in xs:
         x = value(x)
+        while type(x) is Traced:  # batched by vmap: its array says
+            x = value(x._node)
         mod = type(x).__module__
         if mod.startswith("cupy"):
             kind = "cuda"

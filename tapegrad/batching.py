@@ -24,19 +24,25 @@ not cover) is mapped by a loop over the batch (:func:`loop_rule`).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from tapegrad import tape as _tape
-from tapegrad.tracer import Traced
+from tapegrad.tracer import Traced, value
 
 BatchRule = Callable[..., Any]
 
 # tapegrad.numpy (for the loop's slices and stack), set when it is imported:
 # tapegrad.numpy imports this module's rules, not the other way round
 _numpy: Any = None
+
+
+ESCAPED = ("tapegrad.vmap: a batched value was used after the vmap that made it returned (it "
+           "escaped through a side effect: a list, a global, an attribute); return it from the "
+           "mapped function instead")
 
 
 class Aval:
@@ -75,11 +81,21 @@ class Aval:
     def __repr__(self) -> str:
         return f"Batched(shape={self.shape}, dtype={np.dtype(self.dtype).name})"
 
+    # Reached only by a batched value used after its vmap returned (kept by a side
+    # effect): the engine then reads its per-example stand-in as a constant.
+    def _escaped(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(ESCAPED)
+
+    __array__ = __array_ufunc__ = _escaped
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _escaped
+    __pow__ = __rpow__ = __matmul__ = __rmatmul__ = __neg__ = __getitem__ = _escaped
+
 
 class BatchTrace:
     """One ``vmap`` level: while entered, it is on the tapes' level stack;
     its values are batched along axis 0 of their arrays, ``size`` long."""
 
+    applies = True  # runs primitives itself (see tapegrad.primitive._apply)
     batching = True
 
     def __init__(self, size: int) -> None:
@@ -114,6 +130,8 @@ class BatchTrace:
 
     def apply(self, prim: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Traced:
         """Run primitive ``prim`` on ``args``, some of them batched on this level."""
+        if not self.active:
+            raise TypeError(ESCAPED)
         raw = list(args)
         batched = [False] * len(raw)
         for i, a in enumerate(args):
@@ -217,33 +235,236 @@ def defbatch(prim_fn: Callable[..., Any], rule: BatchRule | None) -> None:
 
 
 # --- functions with no gradient (comparisons, argmax, shape queries...) ----------------------
+# ``apply_nondifferentiable`` runs a NumPy function with no gradient (``tapegrad.numpy``'s
+# nondifferentiable wrappers) on batched values: one call on the whole batch where the function
+# allows it. The rules below get the arrays (batch on axis 0, or plain), which may be batched
+# values of a lower vmap level; so they compute with tapegrad.numpy's functions (plain NumPy on
+# plain arrays) and call ``again`` (the wrapper), never NumPy directly, on what may be traced.
 
-# per-example metadata: computed on a stand-in of the per-example shape, never batched
+# per-example metadata: computed on a stand-in of the per-example shape and dtype (the same
+# answer for every example: a plain value, which vmap broadcasts)
 _METADATA = frozenset("shape ndim size result_type iscomplexobj isrealobj zeros_like ones_like "
                       "empty_like".split())
-# reductions along ``axis`` (given by keyword or as the second argument); None means
-# "flattened", which has no per-example axis form: those loop
-_AXIS_FUNCS = frozenset("argmax argmin argsort count_nonzero any all".split())
+# elementwise functions that are not ufuncs (their other arguments broadcast, or are scalars)
+_ELEMENTWISE = frozenset("fix around round isreal iscomplex isclose".split())
+# results whose shape depends on the values (or tuples of those): a loop over the batch, which
+# works when every example's result has the same shape and says so otherwise (jax.vmap cannot
+# batch them at all). ``bincount`` and ``histogram`` loop too (per-example lengths and edges).
+_DATA_SHAPED = frozenset("nonzero flatnonzero argwhere unique bincount histogram".split())
 
 
 def apply_nondifferentiable(fun: Callable[..., Any], again: Callable[..., Any], args: list[Any],
                             kwargs: dict[str, Any]) -> Any:
     """Run ``fun`` (a NumPy function with no gradient) on ``args``, some of
     them batched; ``again`` is its tapegrad wrapper (for lower vmap levels)."""
-    trace = max((a._tape for a in args if type(a) is Traced), key=lambda t: t.level)
+    kwargs = {k: value(v) for k, v in kwargs.items()}
+    trace = max((a._tape for a in [*args, *kwargs.values()] if type(a) is Traced), key=lambda t: t.level)
     name = getattr(fun, "__name__", "")
-    if name in _METADATA:
+    ours = getattr(np, name, None) is fun  # (a NumPy function: its name says what it does)
+    if ours and name in _METADATA:
         stand_in = [np.broadcast_to(np.zeros((), a.dtype), a.shape) if type(a) is Traced else a
                     for a in args]
         return fun(*stand_in, **kwargs)
+    if not trace.batching:  # a jit trace: it writes the call down
+        return trace.apply_nondiff(fun, args, kwargs)
+    out = None
+    bound: inspect.BoundArguments | None = None
+    if ours and not isinstance(fun, np.ufunc):
+        try:  # arguments given by keyword (``sorter=``...) made positional, where they can be
+            bound = inspect.signature(fun).bind(*args, **kwargs)
+        except TypeError:  # a wrong call: the loop gives NumPy's own error
+            pass
+        if bound is not None:
+            bound.apply_defaults()
+            args, kwargs = list(bound.args), dict(bound.kwargs)
     raw = [array_of(a, trace) for a in args]
     batched = [type(a) is Traced and a._tape is trace for a in args]
-    if isinstance(fun, np.ufunc) and not kwargs:
-        return trace.wrap(elementwise_rule(again)(raw, batched, trace.size))
-    if name in _AXIS_FUNCS and batched[0] and not any(batched[1:]):
-        axis = kwargs.get("axis", args[1] if len(args) > 1 else None)
-        if axis is not None:
-            kw = dict(kwargs)
-            kw["axis"] = shift_axis(axis, raw[0].ndim - 1)
-            return trace.wrap(again(raw[0], **kw))
-    return trace.wrap(loop_rule(again, raw, batched, trace.size, **kwargs))
+    if any(type(v) is Traced and v._tape is trace for v in kwargs.values()):
+        pass  # a batched keyword-only argument (``where=``): the loop
+    elif isinstance(fun, np.ufunc):  # (``where=`` may have more axes than the operands)
+        if kwargs.get("out") is None and "where" not in kwargs:
+            out = elementwise_rule(again)(raw, batched, trace.size, **kwargs)
+    elif ours and name in _NONDIFF_RULES and bound is not None and bound.arguments.get("out") is None:
+        out = _NONDIFF_RULES[name](again, raw, batched, trace.size, kwargs,
+                                   inspect.signature(fun).bind(*raw, **kwargs))
+    if out is None:
+        return _loop(name, again, raw, batched, trace, kwargs)
+    return trace.wrap(out)
+
+
+def _loop(name: str, again: Callable[..., Any], raw: list[Any], batched: list[bool],
+          trace: BatchTrace, kwargs: dict[str, Any]) -> Any:
+    """One call per example, stacked (a tuple result: each of its arrays
+    stacked); batched keyword arguments are sliced too."""
+    keys = [k for k, v in kwargs.items() if type(v) is Traced and v._tape is trace]
+    fixed = {k: v for k, v in kwargs.items() if k not in keys}
+    n_args = len(raw)
+    raw = raw + [kwargs[k]._node for k in keys]
+    batched = batched + [True] * len(keys)
+
+    def call(*a: Any) -> Any:
+        return again(*a[:n_args], **fixed, **dict(zip(keys, a[n_args:])))
+
+    size = trace.size
+    n = 0
+    if size:
+        first = call(*[a[0] if b else a for a, b in zip(raw, batched)])
+        n = len(first) if isinstance(first, tuple) else 0
+    try:
+        if not n:
+            return trace.wrap(loop_rule(call, raw, batched, size))
+        return tuple(trace.wrap(loop_rule(lambda *a, j=j: call(*a)[j], raw, batched, size))
+                     for j in range(n))
+    except ValueError as e:
+        if name not in _DATA_SHAPED:
+            raise
+        raise ValueError(
+            f"tapegrad.vmap: numpy.{name} gives each example a result whose shape depends on its "
+            "values; those cannot be stacked into one batch when the shapes differ (as in "
+            f"jax.vmap): {e}") from e
+
+
+def _bound_axis(bound: inspect.BoundArguments) -> tuple[Any, dict[str, Any]]:
+    """The first argument, and the others as keywords with their defaults."""
+    bound.apply_defaults()
+    kw = dict(bound.arguments)
+    first = next(iter(kw))
+    return kw.pop(first), kw
+
+
+def _axis_rule(again: Callable[..., Any], raw: list[Any], batched: list[bool], size: int,
+               kwargs: dict[str, Any], bound: inspect.BoundArguments) -> Any:
+    """Reductions and sorts along ``axis`` (argmax argmin argsort count_nonzero any all): the
+    axis shifted past the batch; None (argsort's 0-d examples too) means over the flattened
+    example."""
+    if any(batched[1:]):
+        return None
+    x, kw = _bound_axis(bound)
+    nd = x.ndim - 1
+    axis = kw["axis"]
+    name = getattr(again, "__name__", "")
+    if name in ("count_nonzero", "any", "all"):
+        kw["axis"] = shift_axes(axis, nd)
+        return again(x, **kw)
+    if axis is not None and (nd or name != "argsort"):
+        kw["axis"] = shift_axis(axis, nd)
+        return again(x, **kw)
+    keep = kw.pop("keepdims", False) is True  # (argmax/argmin: the flattened index, kept as 1s)
+    kw["axis"] = 1
+    out = again(_numpy.reshape(x, (size, -1)), **kw)
+    return _numpy.reshape(out, (size,) + (1,) * nd) if keep else out
+
+
+def _elementwise_rule(again: Callable[..., Any], raw: list[Any], batched: list[bool], size: int,
+                      kwargs: dict[str, Any], bound: Any) -> Any:
+    return elementwise_rule(again)(raw, batched, size, **kwargs)
+
+
+def _per_example_all(x: Any) -> Any:
+    return _numpy.all(x, axis=tuple(range(1, np.ndim(x))))
+
+
+def _allclose_rule(again: Callable[..., Any], raw: list[Any], batched: list[bool], size: int,
+                   kwargs: dict[str, Any], bound: Any) -> Any:
+    return _per_example_all(elementwise_rule(_numpy.isclose)(raw, batched, size, **kwargs))
+
+
+def _array_equal_rule(again: Callable[..., Any], raw: list[Any], batched: list[bool], size: int,
+                      kwargs: dict[str, Any], bound: inspect.BoundArguments) -> Any:
+    bound.apply_defaults()
+    a1, a2, equal_nan = bound.arguments["a1"], bound.arguments["a2"], bound.arguments["equal_nan"]
+    if any(batched[2:]):
+        return None
+    if np.shape(a1)[batched[0]:] != np.shape(a2)[batched[1]:]:
+        return np.zeros(size, bool)  # (the shapes differ in every example)
+    tnp = _numpy
+    eq = elementwise_rule(tnp.equal)([a1, a2], batched[:2], size)
+    if equal_nan and np.result_type(a1, a2).kind in "fc":
+        both_nan = elementwise_rule(tnp.logical_and)([tnp.isnan(a1), tnp.isnan(a2)], batched[:2], size)
+        eq = tnp.logical_or(eq, both_nan)
+    return _per_example_all(eq)
+
+
+def _real_kinds(*xs: Any) -> bool:
+    return all(np.result_type(x).kind in "biuf" for x in xs)
+
+
+def _below(p: Any, q: Any) -> Any:
+    """``p < q`` in NumPy's sort order (NaN after every number)."""
+    tnp = _numpy
+    lt = tnp.less(p, q)
+    if np.result_type(p, q).kind == "f":
+        lt = tnp.logical_or(lt, tnp.logical_and(tnp.isnan(q), tnp.logical_not(tnp.isnan(p))))
+    return lt
+
+
+def _edges_and_values(a: Any, ba: bool, v: Any, bv: bool, size: int) -> tuple[Any, Any]:
+    """Per-example 1-D edges ``a`` against every value of ``v``: ``a`` as
+    ``(size, 1..., n)`` and ``v`` with a last axis of 1 (they broadcast)."""
+    tnp = _numpy
+    if type(v) is not Traced:
+        v = np.asarray(v)
+    rank = np.ndim(v) - bv
+    if ba:
+        a = tnp.reshape(a, (size,) + (1,) * rank + (a.shape[-1],))
+    return a, tnp.expand_dims(v, -1)
+
+
+def _count(mask: Any) -> Any:
+    return _numpy.count_nonzero(mask, axis=-1)  # (intp, as searchsorted's)
+
+
+def _searchsorted_rule(again: Callable[..., Any], raw: list[Any], batched: list[bool], size: int,
+                       kwargs: dict[str, Any], bound: inspect.BoundArguments) -> Any:
+    """A common ``a`` (and ``sorter``): NumPy's own call takes any shape of
+    ``v``. Per-example ``a``: each value's insertion point is the number of
+    edges below it (``side='right'``: not above it), counted in one comparison
+    of every value with every edge (exact; NaN sorts last). The count is the
+    same in any order of the edges, so a ``sorter`` (a permutation that sorts
+    ``a``) has nothing to add."""
+    bound.apply_defaults()
+    a, v, side = (bound.arguments[k] for k in ("a", "v", "side"))
+    ba, bv = batched[0], batched[1]
+    if not (ba or len(batched) > 3 and batched[3]):
+        return again(*raw)
+    if len(batched) > 2 and batched[2] or side not in ("left", "right") or not _real_kinds(a, v):
+        return None
+    if not (ba or bv):  # (only the sorter is batched)
+        out = again(a, v, side)
+        return _numpy.broadcast_to(out, (size,) + tuple(np.shape(out)))
+    edges, vals = _edges_and_values(a, ba, v, bv, size)
+    return _count(_below(edges, vals) if side == "left" else _numpy.logical_not(_below(vals, edges)))
+
+
+def _digitize_rule(again: Callable[..., Any], raw: list[Any], batched: list[bool], size: int,
+                   kwargs: dict[str, Any], bound: inspect.BoundArguments) -> Any:
+    """Common ``bins``: NumPy's own call. Per-example ``bins``: counted as in
+    ``searchsorted``, increasing or decreasing per example as NumPy decides."""
+    bound.apply_defaults()
+    x, bins, right = bound.arguments["x"], bound.arguments["bins"], bound.arguments["right"]
+    if not batched[1]:
+        return again(x, bins, right=right)
+    if len(batched) > 2 and batched[2] or not _real_kinds(x, bins):
+        return None
+    tnp = _numpy
+    up = tnp.any(tnp.less(bins[:, :-1], bins[:, 1:]), axis=-1)  # NumPy's test, NaN steps ignored
+    down = tnp.any(tnp.greater(bins[:, :-1], bins[:, 1:]), axis=-1)
+    if type(up) is not Traced and np.any(up & down):  # (a lower vmap level's values are not read)
+        raise ValueError("bins must be monotonically increasing or decreasing")
+    edges, vals = _edges_and_values(bins, True, x, batched[0], size)
+    if right:  # increasing: #(edges < x); decreasing: #(edges >= x)
+        inc, dec = _count(_below(edges, vals)), _count(tnp.logical_not(_below(edges, vals)))
+    else:  # increasing: #(edges <= x); decreasing: #(edges > x)
+        inc, dec = _count(tnp.logical_not(_below(vals, edges))), _count(_below(vals, edges))
+    dec_b = move_to_front(tnp.logical_and(down, tnp.logical_not(up)), np.ndim(inc) - 1)
+    return tnp.where(dec_b, dec, inc)
+
+
+_NONDIFF_RULES: dict[str, Callable[..., Any]] = {
+    **dict.fromkeys("argmax argmin argsort count_nonzero any all".split(), _axis_rule),
+    **dict.fromkeys(_ELEMENTWISE, _elementwise_rule),
+    "allclose": _allclose_rule,
+    "array_equal": _array_equal_rule,
+    "searchsorted": _searchsorted_rule,
+    "digitize": _digitize_rule,
+}

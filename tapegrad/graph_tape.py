@@ -34,7 +34,8 @@ class GraphTape(threading.local):
     attribute: it is read on every op).
     """
 
-    batching = False  # (see Tape.batching)
+    applies = False  # (see Tape.applies)
+    batching = False
     level = 0
 
     def __init__(self) -> None:

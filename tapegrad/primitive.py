@@ -31,7 +31,8 @@ REGISTRY: list[Primitive] = []  # every named primitive (custom-rule calls make 
 class Primitive:
     """The rule record of one primitive (what the tape keeps a reference to)."""
 
-    __slots__ = ("name", "fun", "wrapped", "vjps", "vjp_argnum", "jvps", "jvp_argnum", "batch_rule")
+    __slots__ = ("name", "fun", "wrapped", "vjps", "vjp_argnum", "jvps", "jvp_argnum",
+                 "vjps_batched", "jvps_batched", "batch_rule")
 
     def __init__(self, fun: Callable[..., Any], name: str) -> None:
         self.name = name
@@ -42,6 +43,12 @@ class Primitive:
         self.jvps: dict[int, VjpMaker | None] = {}
         self.jvp_argnum: Callable[..., Callable[[Any], Any]] | None = None
         self.batch_rule: Callable[..., Any] | None = None  # (see tapegrad.batching; None: a loop)
+        # Do the rules take leading batch axes (``g.shape == batch + ans.shape``)?
+        # If not, a transform pushing a batch calls them once per element (see
+        # tapegrad.tape.map_batch). Declared by defvjp/defjvp(batched=...);
+        # tapegrad's own primitives are marked by mark_batched.
+        self.vjps_batched = False
+        self.jvps_batched = False
 
     def __repr__(self) -> str:
         return f"<tapegrad primitive {self.name}>"
@@ -147,7 +154,7 @@ def _apply(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
                 else:
                     nested = True
     assert tape is not None
-    if tape.batching:
+    if tape.applies:
         return tape.apply(prim, args, kwargs)
     raw = list(args)
     argnums = []
@@ -200,7 +207,7 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
             if type(y) is not Traced and type(a) is not Traced:
                 return prim.fun(a, y, **kwargs) if kwargs else prim.fun(a, y)
             return prim.wrapped(a, _unbox_stale(b), **kwargs)
-    if tape.batching:
+    if tape.applies:
         return tape.apply(prim, (a, b), kwargs)
     x = a._value if ta else a
     y = b._value if tb else b
@@ -286,7 +293,7 @@ _NO_KWARGS: dict[str, Any] = {}
 def _apply1(prim: Primitive, a: Traced, kwargs: dict[str, Any]) -> Any:
     """``_apply`` for one traced argument (unary functions and methods)."""
     tape = a._tape
-    if tape.batching:
+    if tape.applies:
         return tape.apply(prim, (a,), kwargs)
     x = a._value
     if not tape.active:  # e.g. a saved value read in a plain backward pass
@@ -313,7 +320,8 @@ def _lookup(prim_fn: Callable[..., Any]) -> Primitive:
     return prim
 
 
-def defvjp(prim_fn: Callable[..., Any], *makers: VjpMaker | None, argnums: Any = None) -> None:
+def defvjp(prim_fn: Callable[..., Any], *makers: VjpMaker | None, argnums: Any = None,
+           batched: bool | None = None) -> None:
     """Define the VJP rules of a primitive, one maker per argument.
 
     Each maker is ``(ans, *args, **kwargs) -> (g -> cotangent)``: the outer
@@ -321,35 +329,78 @@ def defvjp(prim_fn: Callable[..., Any], *makers: VjpMaker | None, argnums: Any =
     runs in the backward pass. ``None`` marks an argument as not differentiable:
     a gradient that reaches it raises ``NotImplementedError`` naming the
     primitive and the argument (it is never silently zero).
-    ``g`` may carry extra leading batch axes (``g.shape == batch + ans.shape``);
-    the returned cotangent carries the same leading axes and may be in the
-    broadcast shape of ``ans``: the engine sums it back to the argument's shape
-    and casts it to its dtype.
+    The returned cotangent may be in the broadcast shape of ``ans``: the
+    engine sums it back to the argument's shape and casts it to its dtype.
+
+    ``batched`` says whether the rules take leading batch axes. By default
+    (``False`` for a new primitive) a rule sees one cotangent at a time,
+    ``g.shape == ans.shape``: when ``jacrev``, ``hessian`` or a batched
+    ``vjp_fn`` push a batch of cotangents, tapegrad calls it once per element
+    and stacks the results. With ``batched=True``, ``g`` may carry extra
+    leading axes (``g.shape == batch + ans.shape``) and the rule must return
+    a cotangent carrying the same leading axes: one call takes the whole
+    batch (faster). It applies to all the primitive's VJP rules; ``None``
+    leaves the current declaration as it is.
     """
     prim = _lookup(prim_fn)
     for i, m in zip(argnums if argnums is not None else range(len(makers)), makers):
         prim.vjps[i] = m
+    if batched is not None:
+        prim.vjps_batched = bool(batched)
 
 
-def defvjp_argnum(prim_fn: Callable[..., Any], maker: Callable[..., Any]) -> None:
-    """Define all VJPs of a primitive with one ``(argnum, ans, *args, **kw)`` maker."""
-    _lookup(prim_fn).vjp_argnum = maker
+def defvjp_argnum(prim_fn: Callable[..., Any], maker: Callable[..., Any], batched: bool | None = None) -> None:
+    """Define all VJPs of a primitive with one ``(argnum, ans, *args, **kw)`` maker
+    (``batched`` as for :func:`defvjp`)."""
+    prim = _lookup(prim_fn)
+    prim.vjp_argnum = maker
+    if batched is not None:
+        prim.vjps_batched = bool(batched)
 
 
-def defjvp(prim_fn: Callable[..., Any], *makers: VjpMaker | None, argnums: Any = None) -> None:
+def defjvp(prim_fn: Callable[..., Any], *makers: VjpMaker | None, argnums: Any = None,
+           batched: bool | None = None) -> None:
     """Define the JVP rules of a primitive, one maker per argument.
 
     Each maker is ``(ans, *args, **kwargs) -> (t -> tangent)``. A primitive
     with VJP rules alone still works in forward mode (the VJP is transposed).
+
+    ``batched`` says whether the rules take leading batch axes. By default
+    (``False`` for a new primitive) a rule sees one tangent at a time,
+    ``t.shape == x.shape``: when ``jacfwd`` or ``hessian`` push a batch of
+    tangents, tapegrad calls it once per element and stacks the results.
+    With ``batched=True``, ``t`` may carry extra leading axes
+    (``t.shape == batch + x.shape``) and the rule must return a tangent
+    carrying the same leading axes. It applies to all the primitive's JVP
+    rules; ``None`` leaves the current declaration as it is.
     """
     prim = _lookup(prim_fn)
     for i, m in zip(argnums if argnums is not None else range(len(makers)), makers):
         prim.jvps[i] = m
+    if batched is not None:
+        prim.jvps_batched = bool(batched)
 
 
-def defjvp_argnum(prim_fn: Callable[..., Any], maker: Callable[..., Any]) -> None:
-    """Define all JVPs of a primitive with one ``(argnum, ans, *args, **kw)`` maker."""
-    _lookup(prim_fn).jvp_argnum = maker
+def defjvp_argnum(prim_fn: Callable[..., Any], maker: Callable[..., Any], batched: bool | None = None) -> None:
+    """Define all JVPs of a primitive with one ``(argnum, ans, *args, **kw)`` maker
+    (``batched`` as for :func:`defjvp`)."""
+    prim = _lookup(prim_fn)
+    prim.jvp_argnum = maker
+    if batched is not None:
+        prim.jvps_batched = bool(batched)
+
+
+def mark_batched(since: int) -> None:
+    """Declare that the rules of ``REGISTRY[since:]`` take leading batch axes.
+
+    For tapegrad's own modules, whose rules all do: each one that defines
+    primitives notes ``len(REGISTRY)`` before its first and calls this at its
+    end, so that a user's primitive made before a module is imported (lazily,
+    as tapegrad.scipy.special may be) is left alone. Rules defined later with
+    ``defvjp``/``defjvp`` keep the mark unless they pass ``batched``.
+    """
+    for prim in REGISTRY[since:]:
+        prim.vjps_batched = prim.jvps_batched = True
 
 
 def nondifferentiable(fun: Callable[..., Any]) -> Callable[..., Any]:
@@ -358,15 +409,16 @@ def nondifferentiable(fun: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fun)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        for a in args:
+        for a in (*args, *kwargs.values()) if kwargs else args:
             if type(a) is Traced:
                 vals = [value(b) for b in args]
-                for v in vals:
-                    if type(v) is Traced:  # batched by vmap (value() keeps those)
+                kw = {k: value(v) for k, v in kwargs.items()} if kwargs else kwargs
+                for v in (*vals, *kw.values()):
+                    if type(v) is Traced:  # a vmap's or a jit's (value() keeps those)
                         from tapegrad.batching import apply_nondifferentiable
 
-                        return apply_nondifferentiable(fun, wrapped, vals, kwargs)
-                return fun(*vals, **kwargs)
+                        return apply_nondifferentiable(fun, wrapped, vals, kw)
+                return fun(*vals, **kw)
         return fun(*args, **kwargs)
 
     return wrapped
@@ -435,6 +487,7 @@ def _broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
     return array_module(x).broadcast_to(x, shape)
 
 
+_OWN_FROM = len(REGISTRY)  # (this module's primitives: see mark_batched)
 sum_to = primitive(_sum_to, "sum_to")
 broadcast_to = primitive(_broadcast_to, "broadcast_to")
 
@@ -461,4 +514,5 @@ def _cast_to(x: Any, dtype: Any) -> Any:
 
 cast_to = primitive(_cast_to, "cast")
 defvjp(cast_to, lambda ans, x, dtype: lambda g: cast_to(g, x.dtype))
+mark_batched(_OWN_FROM)
 _tape.sum_to, _tape.cast_to = sum_to, cast_to  # the reverse walk's _fit uses them

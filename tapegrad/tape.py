@@ -7,6 +7,7 @@ entries by descending index, never recursing and never sorting the tape.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import sys
 import threading
@@ -146,6 +147,7 @@ class Tape:
         persistent: allow :meth:`gradient` to be called more than once.
     """
 
+    applies = False  # (a vmap or jit level runs primitives itself: see tapegrad.batching)
     batching = False  # (a vmap level is not a tape: see tapegrad.batching)
 
     def __init__(self, persistent: bool = False) -> None:
@@ -260,6 +262,13 @@ class Tape:
                 f"tapegrad: can only differentiate with respect to floating-point or complex "
                 f"values, but got dtype {x.dtype}"
             )
+        if type(x) is Traced and x._tape.active and x._tape.level > self.level:
+            what = "a batched value of a vmap" if getattr(x._tape, "batching", False) else "a value of a tape"
+            raise ValueError(
+                f"Tape.watch: cannot watch {what} entered inside this tape (level {x._tape.level}, "
+                f"above this tape's level {self.level}); open the tape inside that function, or "
+                "watch the value before it is mapped"
+            )
         node = leaf_entry(x)
         self.leaves.append(node)
         if type(x) is Traced:  # watching a value of an outer tape (nesting)
@@ -294,25 +303,30 @@ class Tape:
                 )
         src_leaves, src_def = tree_flatten(sources)
         seeds: dict[int, Any] = {}
+        batched = False  # do the given cotangents carry leading batch axes?
         for t, s in zip(targets, seeds_in):
             if type(t) is not Traced or t._tape is not self:
                 continue
             if s is None:
                 s = ones_seed(t._value)
+            elif getattr(s, "ndim", 0) > len(t._node.shape):
+                batched = True
             add_seed(seeds, t._node.index, s)
-        grads = self.backprop(seeds, src_leaves, retain=self.persistent)
+        grads = self.backprop(seeds, src_leaves, retain=self.persistent, batched=batched)
         return tree_unflatten(src_def, grads)
 
-    def backprop(self, seeds: dict[int, Any], sources: list[Any], retain: bool) -> list[Any]:
+    def backprop(self, seeds: dict[int, Any], sources: list[Any], retain: bool,
+                 batched: bool = False) -> list[Any]:
         """Push ``seeds`` (node index -> cotangent) back to ``sources``.
 
         Returns one cotangent per source (zeros where none arrives).
+        ``batched``: the seeds carry leading batch axes (see :func:`backprop`).
         """
         was_active = self.active
         self.active = False  # this tape's own values are constants to the replay
         try:
             with gc_paused:
-                ct = backprop(reversed(self.entries), seeds, retain)
+                ct = backprop(reversed(self.entries), seeds, retain, batched=batched)
         finally:
             self.active = was_active
         out = []
@@ -453,6 +467,16 @@ sum_to: Callable[..., Any] = _not_yet
 cast_to: Callable[..., Any] = _not_yet
 
 
+def _no_map_batch(*args: Any) -> Any:
+    raise RuntimeError("tapegrad.transforms has not been imported")
+
+
+# ``map_batch(rule, g, nb)``: a rule for one cotangent at a time applied to a
+# batch of them; set by tapegrad.transforms._util, which defines it (it stacks
+# with tapegrad.numpy, which this module must not import).
+map_batch: Callable[..., Any] = _no_map_batch
+
+
 def _fit(c: Any, p: Entry, g: Any, e: Entry) -> Any:
     """A contribution to parent ``p`` of entry ``e`` (whose cotangent is ``g``)
     summed back to ``p``'s shape, keeping ``g``'s leading batch axes, and cast
@@ -477,7 +501,8 @@ def _accumulate(ct: dict[int, Any], owned: set[int], i: int, c: Any) -> None:
 
 
 def backprop(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,
-             hooks: dict[int, list[Callable[[Any], Any]]] | None = None) -> dict[int, Any]:
+             hooks: dict[int, list[Callable[[Any], Any]]] | None = None,
+             batched: bool = False) -> dict[int, Any]:
     """The reverse pass: walk ``entries`` (descending index), pulling each
     entry's cotangent from ``ct`` and pushing it to its parents.
 
@@ -489,17 +514,23 @@ def backprop(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,
     entry's residuals are freed once used. ``hooks`` maps a node index to
     functions applied to its total cotangent before it is pushed on
     (``g = hook(g)``), as tensor hooks are.
+
+    ``batched`` says that the cotangents carry leading batch axes (jacrev,
+    hessian, a batched ``vjp_fn``): the rules of a primitive that did not
+    declare batched VJP rules are then called once per batch element (see
+    ``map_batch``). Without it, no rule is wrapped (the plain walk).
     """
     frees_before, _walk.frees = _walk.frees, not retain
     try:
-        return _walk_entries(entries, ct, retain, hooks)
+        return _walk_entries(entries, ct, retain, hooks, batched)
     finally:
         _walk.frees = frees_before
 
 
 def _walk_entries(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,
-                  hooks: dict[int, list[Callable[[Any], Any]]] | None) -> dict[int, Any]:
+                  hooks: dict[int, list[Callable[[Any], Any]]] | None, batched: bool) -> dict[int, Any]:
     pop = ct.pop
+    special = bool(hooks) or batched  # hooks to run, or rules to map over a batch?
     owned: set[int] = set()  # cotangent buffers this walk allocated: safe to add into
     # A one-parent entry hands its parent's first contribution straight to the
     # next entry when that parent is it (a chain): no round trip through ``ct``.
@@ -520,9 +551,12 @@ def _walk_entries(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,
                 ct[e.index] = g  # a leaf reached through a graph walk
                 continue
             raise RuntimeError(SECOND_BACKWARD)
-        if hooks and e.index in hooks:
-            for hook in hooks[e.index]:
-                g = hook(g)
+        if special:  # (one test for both: the plain walk pays no more than before)
+            if hooks and e.index in hooks:
+                for hook in hooks[e.index]:
+                    g = hook(g)
+            if batched and not getattr(e.prim, "vjps_batched", True):
+                vjps = _one_at_a_time(vjps, g, e)
         parents = e.parents
         if type(parents) is not tuple:  # one parent, the common case: no zip
             p = parents
@@ -550,6 +584,18 @@ def _walk_entries(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,
     if carried:
         ct[carried] = cg
     return ct
+
+
+def _one_at_a_time(vjps: Any, g: Any, e: Entry) -> Any:
+    """The rule(s) ``vjps`` of entry ``e`` (see :class:`Entry`), rules for one
+    cotangent at a time, made to take ``g`` and its leading batch axes by
+    ``map_batch`` (as they are when ``g`` has none)."""
+    nb = g.ndim - len(e.shape)
+    if nb <= 0:
+        return vjps
+    if type(vjps) is tuple:
+        return tuple([functools.partial(map_batch, v, nb=nb) for v in vjps])
+    return functools.partial(map_batch, vjps, nb=nb)
 
 
 _CONSUMABLE_REFS = _probe_refs()

@@ -63,10 +63,21 @@ class Traced:
 
     def __repr__(self) -> str:
         level = getattr(self._tape, "level", "?")
-        return f"Traced({self._value!r}, level={level})"
+        v = self._value
+        if type(v) is Traced and v._tape is self._tape and getattr(self._tape, "batching", False):  # vmap's
+            aval, arr = v._value, self._node
+            return (f"Batched(shape={tuple(aval.shape)}, dtype={aval.dtype}, "
+                    f"batch_size={self._tape.size}, level={level}, values={arr!r})")
+        return f"Traced({v!r}, level={level})"
 
     # --- conversions that would drop the gradient --------------------------
     def _refuse(self, what: str) -> TypeError:
+        if _is_batched(self):
+            return TypeError(
+                f"tapegrad.vmap: cannot convert a batched value to {what}: its value differs "
+                "from example to example inside vmap; compute with tapegrad.numpy functions on "
+                "it (tnp.where to select per example), or return it from the mapped function."
+            )
         return TypeError(
             f"tapegrad: cannot convert a traced value to {what}: {_CONVERSION_HINT}."
         )
@@ -90,6 +101,8 @@ class Traced:
         raise self._refuse("a Python list (.tolist())")
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        if _is_batched(self):
+            raise self._refuse("a plain NumPy array (np.asarray, np.array)")
         raise TypeError(
             "tapegrad: cannot convert a traced value to a plain NumPy array "
             "(np.asarray, np.array, or assigning it into a NumPy array): "
@@ -140,7 +153,18 @@ def value(x: Any) -> Any:
     """
     while type(x) is Traced:
         v = x._value
-        if type(v) is Traced and v._tape is x._tape:  # batched by vmap: its value is itself
-            return x
+        if type(v) is Traced and v._tape is x._tape:  # batched by vmap: it stays batched,
+            arr = value(x._node)  # with the value of its array (no gradient through it)
+            return x if arr is x._node else Traced(Traced(v._value, x._tape, arr), x._tape, arr)
         x = v
     return x
+
+
+def _is_batched(x: Traced) -> bool:
+    """Is ``x`` batched by vmap, or traced on a tape above a batched value?"""
+    while type(x) is Traced:
+        v = x._value
+        if type(v) is Traced and v._tape is x._tape:
+            return bool(getattr(x._tape, "batching", False))
+        x = v
+    return False

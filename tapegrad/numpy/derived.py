@@ -272,14 +272,23 @@ def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
     return take(a, np.repeat(np.arange(n), repeats), axis=axis)
 
 
+def _this_module() -> Any:
+    import sys
+
+    return sys.modules["tapegrad.numpy"]
+
+
 def take_along_axis(arr: Any, indices: Any, axis: Any) -> Any:
     if not _traced(arr):
         return np.take_along_axis(arr, indices, axis)
     if axis is None:
         arr, axis = ravel(arr), 0
     ax = normalize_axis(axis, arr.ndim)
-    xp = array_module(indices)
-    indices = xp.asarray(indices)
+    if type(indices) is Traced:  # indices that differ per example (vmap): tapegrad's own ops
+        xp: Any = _this_module()
+    else:
+        xp = array_module(indices)
+        indices = xp.asarray(indices)
     shape = np.broadcast_shapes(arr.shape[:ax] + (1,) + arr.shape[ax + 1 :], indices.shape[:ax] + (1,) + indices.shape[ax + 1 :])
     shape = shape[:ax] + (indices.shape[ax],) + shape[ax + 1 :]
     idx = xp.broadcast_to(indices, shape)

@@ -13,7 +13,8 @@ zero-padding back to the input's length). ``rfft``'s transpose zero-pads
 the cotangent to ``n``, transforms it and keeps the real part; ``irfft``'s
 weights the bins by the Hermitian fold (1 for DC and Nyquist, 2 for the
 others) and conjugates. Axes are counted from the end inside the rules, so
-cotangents may carry leading batch axes.
+cotangents may carry leading batch axes; the batching rules (``vmap``) count
+the per-example axes from the end too, and the batch is one more leading axis.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from typing import Any
 import numpy as np
 
 from tapegrad.backend import array_module
+from tapegrad.batching import defbatch
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
-from tapegrad.primitive import defvjp, primitive
+from tapegrad.primitive import REGISTRY, defvjp, mark_batched, primitive
 from tapegrad.tracer import Traced, value
 
 __all__ = ["fft", "fft2", "fftn", "ifft", "ifft2", "ifftn", "irfft", "rfft"]
@@ -69,6 +71,7 @@ def _c2c(a: Any, s: tuple[int, ...], axes: tuple[int, ...], norm: str, inverse: 
     return (xp.fft.ifftn if inverse else xp.fft.fftn)(a, s, axes, norm)
 
 
+_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
 c2c_p = primitive(_c2c, "fft")
 
 
@@ -78,6 +81,34 @@ def _vjp_c2c(ans: Any, a: Any, s: Any, axes: Any, norm: str, inverse: bool) -> A
 
 
 defvjp(c2c_p, _vjp_c2c)
+
+
+def _kwargs(fn: Any, args: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The arguments after the first as keywords (the primitives' own names)."""
+    names = fn.__code__.co_varnames[1 : fn.__code__.co_argcount]
+    return {**dict(zip(names, args[1:])), **kwargs}
+
+
+def _from_end(axis: int, nd: int) -> int:
+    """Per-example axis ``axis`` (of ``nd``) counted from the end: the same
+    axis of the batched array, and the form the rules expect."""
+    if not -nd <= axis < nd:
+        raise np.exceptions.AxisError(axis, nd)
+    return axis % nd - nd
+
+
+def _batch_c2c(args: Any, batched: Any, size: int, **kwargs: Any) -> Any:
+    # the per-example axes (None: all of them, or the last len(s)) counted from the end
+    kw = _kwargs(_c2c, args, kwargs)
+    nd = args[0].ndim - 1
+    axes, s = kw["axes"], kw["s"]
+    if axes is None:
+        axes = range(-(nd if s is None else len(s)), 0)
+    kw["axes"] = tuple(_from_end(ax, nd) for ax in axes)
+    return c2c_p(args[0], **kw)
+
+
+defbatch(c2c_p, _batch_c2c)
 
 # --- real transforms (one axis) ----------------------------------------------------------------
 
@@ -119,6 +150,19 @@ def _vjp_irfft(ans: Any, a: Any, n: int, axis: int, norm: str) -> Any:
 
 defvjp(rfft_p, _vjp_rfft)
 defvjp(irfft_p, _vjp_irfft)
+
+
+def _batch_real(prim: Any, impl: Any) -> None:
+    def rule(args: Any, batched: Any, size: int, **kwargs: Any) -> Any:
+        kw = _kwargs(impl, args, kwargs)
+        kw["axis"] = _from_end(kw["axis"], args[0].ndim - 1)
+        return prim(args[0], **kw)
+
+    defbatch(prim, rule)
+
+
+_batch_real(rfft_p, _rfft)
+_batch_real(irfft_p, _irfft)
 
 # --- the public functions ------------------------------------------------------------------------
 
@@ -212,3 +256,6 @@ def irfft(a: Any, n: Any = None, axis: int = -1, norm: Any = None, out: Any = No
 def __getattr__(name: str) -> Any:
     # the rest of numpy.fft (fftfreq, fftshift, ...)
     return getattr(np.fft, name)
+
+
+mark_batched(_OWN_FROM)  # every rule here takes leading batch axes

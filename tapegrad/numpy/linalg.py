@@ -4,7 +4,9 @@ Same names, signatures and results as NumPy, stacked over leading axes as
 NumPy is. Called on plain arrays each function is NumPy's own. The
 primitives and their VJP rules live together in this file (one banner per
 group); rules are written with tapegrad functions, so they differentiate
-again, and they accept cotangents with extra leading batch axes.
+again, and they accept cotangents with extra leading batch axes. Each
+primitive's batching rule (``vmap``) sits beside its VJP rule: the batch is
+one more leading stack axis (``solve`` lines up its two operands first).
 
 Decompositions with several outputs (``eigh``, ``svd``, ``qr``,
 ``slogdet``) are *one* primitive each that returns a single packed array
@@ -40,9 +42,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tapegrad.backend import array_module
+from tapegrad.batching import defbatch, move_to_front
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
-from tapegrad.primitive import defvjp, primitive
+from tapegrad.primitive import REGISTRY, defvjp, mark_batched, primitive
 from tapegrad.tracer import Traced, value
 
 __all__ = ["cholesky", "det", "eigh", "eigvalsh", "inv", "norm", "pinv", "qr", "slogdet", "solve",
@@ -116,6 +119,12 @@ def _inv_gaps(lam: Any) -> Any:
     return w.where3(same, 0.0, 1.0 / w.where3(same, 1.0, gap))
 
 
+def _stacked(prim: Any) -> None:
+    """Give ``prim`` (of one stack of matrices) its batching rule: the batch
+    is one more leading stack axis, so one call does the whole batch."""
+    defbatch(prim, lambda args, batched, size, **kw: prim(*args, **kw))
+
+
 def _check_square(a: Any, name: str) -> None:
     if np.ndim(value(a)) < 2 or a.shape[-1] != a.shape[-2]:
         raise LinAlgError(f"{name}: last 2 dimensions of the array must be square")
@@ -123,8 +132,10 @@ def _check_square(a: Any, name: str) -> None:
 
 # --- inverse and solve --------------------------------------------------------------------
 
+_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
 inv_p = primitive(np.linalg.inv, "inv")
 defvjp(inv_p, lambda ans, a: lambda g: -_mm(_T(ans), _mm(g, _T(ans))))
+_stacked(inv_p)
 
 
 def _solve(a: Any, b: Any) -> Any:
@@ -187,6 +198,27 @@ def _vjp_solve_b(ans: Any, a: Any, b: Any) -> Any:
 defvjp(solve_p, _vjp_solve_a, _vjp_solve_b)
 
 
+def _batch_solve(args: Any, batched: Any, size: int) -> Any:
+    # b is one vector per example when its per-example rank is 1 (NumPy 2), else a stack of matrices
+    (a, b), (ba, bb) = args, batched
+    ka, kb = a.ndim - ba, b.ndim - bb
+    if bb and not ba and ka == 2 and size:  # one matrix: the batch joins b's columns (one LU)
+        if kb == 1:
+            return _T(solve_p(a, _T(b)))
+        if kb == 2:
+            n, k = b.shape[1], b.shape[2]
+            x = solve_p(a, w.reshape_c(w.transpose(b, (1, 0, 2)), (n, size * k)))
+            return w.transpose(w.reshape_c(x, (n, size, k)), (1, 0, 2))
+    if kb == 1 and bb:  # vectors made columns, behind ones for a's stack axes
+        x = solve_p(a, w.reshape_c(b, (size,) + (1,) * (ka - 2) + (b.shape[-1], 1)))
+        return w.reshape_c(x, tuple(x.shape[:-1]))
+    r = max(ka, kb)  # (kb == 1 and b not batched: NumPy broadcasts the vector itself)
+    return solve_p(move_to_front(a, r) if ba else a, move_to_front(b, r) if bb and kb > 1 else b)
+
+
+defbatch(solve_p, _batch_solve)
+
+
 def inv(a: Any) -> Any:
     """Inverse of a square matrix (or a stack of them), as ``numpy.linalg.inv``."""
     return inv_p(a)
@@ -229,7 +261,9 @@ def _vjp_adjugate(ans: Any, a: Any) -> Any:
 
 
 defvjp(adjugate_p, _vjp_adjugate)
+_stacked(adjugate_p)
 defvjp(det_p, lambda ans, a: lambda g: g[..., None, None] * _T(adjugate_p(a)))
+_stacked(det_p)
 
 
 def _slogdet_packed(a: Any) -> Any:
@@ -252,6 +286,7 @@ def _vjp_slogdet(ans: Any, a: Any) -> Any:
 
 
 defvjp(slogdet_p, _vjp_slogdet)
+_stacked(slogdet_p)
 
 
 def det(a: Any) -> Any:
@@ -294,6 +329,7 @@ def _vjp_cholesky(ans: Any, a: Any) -> Any:
 
 
 defvjp(cholesky_p, _vjp_cholesky)
+_stacked(cholesky_p)
 
 
 def cholesky(a: Any, /, *, upper: bool = False) -> Any:
@@ -333,6 +369,7 @@ def _vjp_eigh(ans: Any, a: Any, UPLO: str = "L") -> Any:
 
 
 defvjp(eigh_p, _vjp_eigh)
+_stacked(eigh_p)
 
 
 def eigh(a: Any, UPLO: str = "L") -> EighResult:
@@ -402,6 +439,7 @@ def _vjp_svd(ans: Any, a: Any, hermitian: bool = False) -> Any:
 
 
 defvjp(svd_p, _vjp_svd)
+_stacked(svd_p)
 
 
 def _svdvals(a: Any) -> Any:
@@ -420,6 +458,7 @@ def _vjp_svdvals(ans: Any, a: Any) -> Any:
 
 
 defvjp(svdvals_p, _vjp_svdvals)
+_stacked(svdvals_p)
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
@@ -497,6 +536,7 @@ def _vjp_qr(ans: Any, a: Any) -> Any:
 
 
 defvjp(qr_p, _vjp_qr)
+_stacked(qr_p)
 
 
 def qr(a: Any, mode: str = "reduced") -> Any:
@@ -539,6 +579,7 @@ def _vjp_pinv(ans: Any, a: Any, **kw: Any) -> Any:
 
 
 defvjp(pinv_p, _vjp_pinv)
+_stacked(pinv_p)
 
 
 def pinv(a: Any, rcond: Any = None, hermitian: bool = False, **kw: Any) -> Any:
@@ -639,3 +680,6 @@ def _matrix_norm(x: Any, ord: Any, row: int, col: int) -> Any:
 def __getattr__(name: str) -> Any:
     # the rest of numpy.linalg (not differentiable here: traced arguments raise TypeError)
     return getattr(np.linalg, name)
+
+
+mark_batched(_OWN_FROM)  # every rule here takes leading batch axes

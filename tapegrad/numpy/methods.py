@@ -63,6 +63,10 @@ def install() -> None:
                      ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal")]:
         setattr(T, f"__{op}__", (lambda f: lambda self, other: f(self, other))(w.nondiff[name]))
     T.__invert__ = lambda self: w.nondiff["invert"](self)
+    for op, name in [("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor")]:
+        f = w.nondiff[name]
+        setattr(T, f"__{op}__", (lambda f: lambda self, other: f(self, other))(f))
+        setattr(T, f"__r{op}__", (lambda f: lambda self, other: f(other, self))(f))
     T.__getitem__ = _getitem
     T.__setitem__ = _setitem
 

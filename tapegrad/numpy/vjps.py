@@ -126,7 +126,8 @@ defvjp(w.deg2rad,    lambda ans, x: lambda g: g * (np.pi / 180))
 defvjp(w.rad2deg,    lambda ans, x: lambda g: g * (180 / np.pi))
 defvjp(w.conjugate,  lambda ans, x: lambda g: w.conjugate(g))
 defvjp(w.real,       lambda ans, x: _same)
-defvjp(w.imag,       lambda ans, x: (lambda g: -1j * g) if np.iscomplexobj(value(x)) else (lambda g: 0 * g))
+defvjp(w.imag,       lambda ans, x: (lambda g: g * -1j) if np.iscomplexobj(value(x)) else (lambda g: g * 0))
+# (``g`` first: ``-1j * np.float64(2.0)`` is a Python complex, which has no shape)
 
 
 def _tanh_vjp(g: Any, ans: Any) -> Any:
@@ -435,8 +436,8 @@ def _column_major(x: Any) -> bool:
     """Is ``x`` a column-major matrix (typically ``W.T``)? Its cotangent is then
     made column-major too, at no cost: its transpose is the row-major gradient
     of ``W``, which the update that follows reads fastest."""
-    v = value(x)
-    return v.ndim == 2 and not v.flags.c_contiguous and v.flags.f_contiguous
+    flags = getattr(value(x), "flags", None)  # (a batched value (vmap) has no layout of its own)
+    return flags is not None and x.ndim == 2 and not flags.c_contiguous and flags.f_contiguous
 
 
 def _swap_last(nd: int) -> tuple[int, ...]:

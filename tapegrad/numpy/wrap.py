@@ -19,7 +19,16 @@ from typing import Any
 import numpy as np
 
 from tapegrad.backend import array_module
-from tapegrad.primitive import broadcast_to, defjvp, defvjp, nondifferentiable, primitive, sum_to
+from tapegrad.primitive import (
+    REGISTRY,
+    broadcast_to,
+    defjvp,
+    defvjp,
+    mark_batched,
+    nondifferentiable,
+    primitive,
+    sum_to,
+)
 from tapegrad.tracer import Traced, value
 
 __all__ = ["broadcast_to", "sum_to"]
@@ -49,6 +58,7 @@ def reduction_size(shape: tuple[int, ...], axis: Any) -> int:
 
 
 # --- elementwise, one argument -----------------------------------------------------
+_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
 negative = primitive(np.negative)
 positive = primitive(np.positive)
 absolute = primitive(np.absolute)
@@ -468,3 +478,6 @@ shape ndim size zeros_like ones_like empty_like result_type iscomplexobj isrealo
 bitwise_and bitwise_or bitwise_xor invert bincount histogram argwhere""".split()
 
 nondiff = {name: nondifferentiable(getattr(np, name)) for name in _NONDIFF}
+
+
+mark_batched(_OWN_FROM)  # every rule here takes leading batch axes

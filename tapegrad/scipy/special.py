@@ -16,7 +16,9 @@ The primitives and their rules are grouped here:
 rule reuses the answer. ``softmax`` and ``log_softmax`` are primitives too
 (one tape entry each, no intermediate kept; the torch facade records them
 as ``SoftmaxBackward0`` and ``LogSoftmaxBackward0``), computed from ``x``
-minus its maximum. ``logsumexp`` is ``tapegrad.numpy.logsumexp``.
+minus its maximum. ``logsumexp`` is ``tapegrad.numpy.logsumexp``. Batching
+rules (``vmap``): the elementwise functions broadcast; ``softmax`` and
+``log_softmax`` shift their axes past the batch (None: every per-example axis).
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ from typing import Any
 import numpy as np
 
 from tapegrad.backend import array_module
+from tapegrad.batching import defbatch, elementwise_rule, shift_axes
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.derived import logsumexp
-from tapegrad.primitive import defjvp, defvjp, primitive
+from tapegrad.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive
 
 __all__ = ["digamma", "erf", "erfc", "expit", "gammaln", "logit", "log_softmax", "logsumexp", "polygamma", "psi",
            "softmax"]
@@ -69,6 +72,7 @@ def _expit(x: Any) -> Any:
     return xp.exp(-xp.logaddexp(0, -x))
 
 
+_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
 erf = primitive(_erf, "erf")
 erfc = primitive(_erfc, "erfc")
 gammaln = primitive(_gammaln, "gammaln")
@@ -86,6 +90,9 @@ defvjp(digamma,   lambda ans, x: lambda g: g * polygamma(1, x))
 defvjp(polygamma, None,
                   lambda ans, n, x: lambda g: g * polygamma(n + 1, x))
 defvjp(expit,     lambda ans, x: lambda g: g * (ans * (1 - ans)))
+
+for _f in (erf, erfc, gammaln, digamma, polygamma, expit):
+    defbatch(_f, elementwise_rule(_f))
 
 
 def logit(p: Any) -> Any:
@@ -161,3 +168,17 @@ defvjp(log_softmax, _vjp_log_softmax)
 defjvp(log_softmax, _jvp_log_softmax)
 defvjp(softmax, _vjp_softmax)
 defjvp(softmax, _vjp_softmax)
+
+
+def _batch_softmax(prim: Any) -> None:
+    def rule(args: Any, batched: Any, size: int, axis: Any = None) -> Any:
+        x = args[0]  # axis None (all the per-example axes) or given: past the batch axis
+        return prim(x, axis=shift_axes(args[1] if len(args) > 1 else axis, x.ndim - 1))
+
+    defbatch(prim, rule)
+
+
+_batch_softmax(log_softmax)
+_batch_softmax(softmax)
+
+mark_batched(_OWN_FROM)  # every rule here takes leading batch axes

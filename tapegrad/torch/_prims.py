@@ -30,7 +30,9 @@ or PyTorch's way of computing a value, differs from the plain derivative:
 
 Rules are written with public tapegrad.numpy functions (so
 ``create_graph=True`` differentiates them again) and accept cotangents and
-tangents with leading batch axes (axes are counted from the end).
+tangents with leading batch axes (axes are counted from the end). Each has a
+batching rule (``vmap``): all are elementwise but ``to_device``, which takes
+any shape.
 
 """
 
@@ -40,23 +42,44 @@ from typing import Any
 
 import numpy as np
 
+import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.backend import array_module, device_of
 from tapegrad.numpy import primitives as tp
-from tapegrad.primitive import defjvp, defvjp, primitive
+from tapegrad.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive
 from tapegrad.scipy.special import expit
 from tapegrad.tracer import value
 
 __all__ = ["bce", "bce_logits", "elu", "norm_sqrt", "relu", "stepped", "to_device"]
 
 
+# --- batching (vmap): each rule one call on the whole batch -----------------------------------------
+
+
+def _to_rank(a: Any, nd: int) -> Any:
+    """Batched array ``a`` (batch on axis 0) with ones after the batch axis up to
+    per-example rank ``nd``: it then broadcasts as its examples do."""
+    shape = tuple(np.shape(a))
+    return tnp.reshape(a, shape[:1] + (1,) * (nd + 1 - len(shape)) + shape[1:]) if len(shape) <= nd else a
+
+
+def _elementwise(prim: Any) -> None:
+    def rule(args: Any, batched: Any, size: int, **kw: Any) -> Any:
+        nd = max(np.ndim(a) - b for a, b in zip(args, batched))
+        return prim(*[_to_rank(a, nd) if b else a for a, b in zip(args, batched)], **kw)
+
+    tg.defbatch(prim, rule)
+
+
 def _relu(x: Any) -> Any:
     return array_module(x).maximum(x, x.dtype.type(0))
 
 
+_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
 relu = primitive(_relu, "relu")
 defvjp(relu, lambda ans, x: lambda g: tp.where_mask(value(ans) > 0, g, 0.0))  # (+0 where off, as PyTorch)
 defjvp(relu, lambda ans, x: lambda t: tp.where_mask(value(ans) > 0, t, 0.0))
+_elementwise(relu)
 
 
 def _stepped(x: Any, r: Any) -> Any:
@@ -71,6 +94,13 @@ defvjp(stepped, lambda ans, x, r: lambda g: tp.where_mask(True, 0.0, g), None)
 defjvp(stepped, lambda ans, x, r: lambda t: tp.where_mask(True, 0.0, t), None)
 
 
+def _batch_stepped(args: Any, batched: Any, size: int) -> Any:
+    (x, r), (bx, br) = args, batched
+    nd = np.ndim(r) - br  # the result is r's: x gets r's per-example rank, r the batch axis
+    return stepped(_to_rank(x, nd) if bx else x, r if br else tnp.broadcast_to(r, (size,) + np.shape(r)))
+
+
+tg.defbatch(stepped, _batch_stepped)
 def _elu(x: Any, alpha: float, from_result: bool = False) -> Any:
     xp = array_module(x)
     return xp.where(x > 0, x, xp.expm1(xp.minimum(x, 0)) * alpha)
@@ -89,6 +119,7 @@ def _elu_rule(ans: Any, x: Any, alpha: float, from_result: bool = False) -> Any:
 
 defvjp(elu, _elu_rule)  # (elementwise: the same rule pushes tangents forward)
 defjvp(elu, _elu_rule)
+_elementwise(elu)
 
 
 def _to_device(x: Any, device: str) -> Any:
@@ -103,6 +134,7 @@ def _to_device(x: Any, device: str) -> Any:
 
 to_device = primitive(_to_device, "to_device")
 defvjp(to_device, lambda ans, x, device: (lambda dev: lambda g: to_device(g, dev))(device_of(x)))
+tg.defbatch(to_device, lambda args, batched, size, **kw: to_device(*args, **kw))  # (any shape)
 
 
 def _half_over(ans: Any) -> Any:
@@ -114,6 +146,7 @@ def _half_over(ans: Any) -> Any:
 norm_sqrt = primitive(lambda x: array_module(x).sqrt(x), "norm_sqrt")
 defvjp(norm_sqrt, lambda ans, x: lambda g: g * _half_over(ans))
 defjvp(norm_sqrt, lambda ans, x: lambda t: t * _half_over(ans))
+_elementwise(norm_sqrt)
 
 
 # --- binary cross-entropy -----------------------------------------------------------------------------
@@ -147,6 +180,7 @@ def _bce_dy(ans: Any, p: Any, y: Any) -> Any:
 
 defvjp(bce, _bce_dp, _bce_dy)  # (elementwise: the same rules push tangents forward)
 defjvp(bce, _bce_dp, _bce_dy)
+_elementwise(bce)
 
 
 def _bce_logits(x: Any, y: Any, pw: Any) -> Any:
@@ -183,3 +217,7 @@ def _bce_logits_dy(ans: Any, x: Any, y: Any, pw: Any) -> Any:
 
 defvjp(bce_logits, _bce_logits_dx, _bce_logits_dy, None)
 defjvp(bce_logits, _bce_logits_dx, _bce_logits_dy, None)
+_elementwise(bce_logits)  # (pw: None, or an array that broadcasts)
+
+
+mark_batched(_OWN_FROM)  # every rule here takes leading batch axes

@@ -7,6 +7,12 @@ replay of the function itself. The function's own forward work runs one
 level down, so it is differentiable there as usual (higher order works).
 Pytree outputs are packed into one flat array for the entry and unpacked
 by recorded slices, so one rule sees the whole output cotangent.
+
+Under ``vmap`` (a batch level the highest among the arguments), the call
+runs one level down as the same kind of call on the batched arrays, with
+the function and its rules mapped over the batch (as JAX batches custom
+rules): a gradient taken outside the vmap uses the rule, once for the
+whole batch, and a rule runs on one example's values as it was written.
 """
 
 from __future__ import annotations
@@ -19,11 +25,12 @@ from typing import Any
 import numpy as np
 
 from tapegrad.primitive import Primitive, top_tape
-from tapegrad.pytree import tree_flatten, tree_unflatten
+from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
 from tapegrad.tape import Tape
 from tapegrad.tracer import Traced, value
 from tapegrad.transforms._util import fun_name
 from tapegrad.transforms.forward import ForwardTape
+from tapegrad.transforms.vmap import batched_call, broadcast_batch, vmap
 
 
 def _flat_args(args: tuple[Any, ...]) -> tuple[list[Any], Any]:
@@ -117,6 +124,7 @@ def _apply_rule(name: str, fun: Callable[..., Any], args: tuple[Any, ...],
         return ct
 
     prim = Primitive(fun, name)
+    prim.vjps_batched = True  # the rule objects take the batch of cotangents themselves
     for i in argnums:
         prim.vjps[i] = lambda _ans, *_a, _i=i, **_k: lambda g: cotangent(_i, g)
     traced = tape.record(prim, ans, flat, raw, {}, argnums)
@@ -131,17 +139,29 @@ def _check_structure(name: str, got: Any, primals: list[Any], batch: tuple[int, 
             f"primal argument ({len(primals)}), but returned "
             f"{type(got).__name__}" + (f" of length {len(got)}" if isinstance(got, (tuple, list)) else "")
         )
-    leaves, tdef = tree_flatten(list(got))
-    want = tree_flatten(list(primals))[1]
-    if tdef != want:
-        raise TypeError(f"{name}: the backward function returned cotangents of structure {tdef}, "
-                        f"but the primals have structure {want}")
+    leaves: list[Any] = []
+    for k, (c, p) in enumerate(zip(got, primals)):
+        p_leaves, p_def = tree_flatten(p)
+        if c is None:  # zeros for the whole argument, as in JAX
+            leaves += [None] * len(p_leaves)
+            continue
+        c_leaves, c_def = tree_flatten(c)
+        if c_def != p_def:
+            raise TypeError(f"{name}: the backward function returned a cotangent of structure {c_def} "
+                            f"for argument {k}, but the primal has structure {p_def}")
+        leaves += c_leaves
     for k, (c, p) in enumerate(zip(leaves, tree_flatten(list(primals))[0])):
         want_shape = batch + np.shape(value(p))
         if c is not None and np.shape(value(c)) != want_shape:
             raise ValueError(f"{name}: cotangent {k} has shape {np.shape(value(c))}, but "
                              f"shape {want_shape} was expected (its primal's)")
     return leaves
+
+
+def _zeros(p: Any, batch: tuple[int, ...]) -> Any:
+    """Zeros of primal ``p``'s shape (per example, if it is batched) and dtype, after ``batch``."""
+    v = value(p)
+    return np.zeros(batch + tuple(np.shape(v)), v.dtype if hasattr(v, "dtype") else np.result_type(v))
 
 
 class custom_vjp:
@@ -170,7 +190,10 @@ class custom_vjp:
         name = f"custom_vjp({fun_name(self.fun)})"
         if self.fwd is None or self.bwd is None:
             raise TypeError(f"{name}: no rule yet; call .defvjp(fwd, bwd) first")
-        tdef = _flat_args(args)[1]
+        flat, tdef = _flat_args(args)
+        tape = top_tape(flat)
+        if tape is not None and tape.applies:  # vmap: batch it; jit: nothing differentiates here
+            return self._batched(tape, flat, tdef, name) if tape.batching else self.fun(*args)
         fwd, bwd = self.fwd, self.bwd
 
         def forward(raw: list[Any]) -> tuple[Any, Any]:
@@ -185,13 +208,69 @@ class custom_vjp:
             def vjp(g: Any) -> list[Any]:
                 batch = g.shape[: g.ndim - packing.ndim]
                 cts = _check_structure(name, bwd(res, packing.unpack(g)), primals, batch)
-                return [np.zeros(batch + np.shape(value(p)), np.result_type(value(p))) if c is None else c
-                        for c, p in zip(cts, raw)]
+                return [_zeros(p, batch) if c is None else c for c, p in zip(cts, raw)]
 
             return vjp
 
         out = _apply_rule(name, self.fun, args, forward, make_vjp)
         return self.fun(*args) if out is None else out
+
+    def _batched(self, trace: Any, flat: list[Any], tdef: Any, name: str) -> Any:
+        """The call with arguments batched on ``trace``, the top level: one
+        call one level down of a custom_vjp whose function, ``fwd`` and
+        ``bwd`` are mapped over the batch (so a gradient taken outside the
+        vmap uses the rule, once for the whole batch)."""
+        fwd, bwd = self.fwd, self.bwd
+        assert fwd is not None and bwd is not None
+        args, axes, mapped = _under_vmap(trace, flat, tdef)
+        who = f"vmap({name})"
+
+        def fwd_b(*xs: Any) -> Any:
+            got, got_axes = batched_call(fwd, xs, axes, who)
+            if not isinstance(got, tuple) or len(got) != 2:
+                raise TypeError(f"{name}: fwd must return a pair (output, residuals)")
+            leaves, odef = tree_flatten(got[0])
+            out = tree_unflatten(odef, [x if ax == 0 else broadcast_batch(x, trace.size)  # (all batched)
+                                        for x, ax in zip(leaves, tree_flatten(got_axes[0])[0])])
+            return out, (got[1], got_axes[1], np.ndim(tree_flatten(out)[0][0]))
+
+        def bwd_b(res: Any, g: Any) -> Any:
+            res, res_axes, out_ndim = res
+            nb = np.ndim(tree_flatten(g)[0][0]) - out_ndim  # leading axes of many cotangents (jacrev)
+            cts = vmap(bwd, in_axes=(res_axes, nb), out_axes=nb)(res, g)
+            return _sum_unmapped(cts, mapped, nb)
+
+        inner = custom_vjp(vmap(self.fun, axes))
+        inner.defvjp(fwd_b, bwd_b)
+        return tree_map(trace.wrap, inner(*args))
+
+
+def _under_vmap(trace: Any, flat: list[Any], tdef: Any) -> tuple[tuple[Any, ...], Any, list[list[bool]]]:
+    """A custom function's arguments (``flat``, some batched on ``trace``)
+    one level down: ``(args, in_axes, mapped)``, the batched ones as their
+    arrays (batch on axis 0), ``in_axes`` 0 for those and None for the
+    others, and, per argument, which of its leaves are batched."""
+    raw = [x._node if type(x) is Traced and x._tape is trace else x for x in flat]
+    flags = [r is not x for x, r in zip(flat, raw)]
+    args = tuple(tree_unflatten(tdef, raw))
+    mapped = [tree_flatten(a)[0] for a in tree_unflatten(tdef, flags)]
+    return args, tuple(tree_unflatten(tdef, [0 if f else None for f in flags])), mapped
+
+
+def _sum_unmapped(cts: Any, mapped: list[list[bool]], nb: int) -> Any:
+    """Per-example cotangents (batch on axis ``nb``) summed over the batch for
+    the leaves that were not mapped (the same value for every example)."""
+    import tapegrad.numpy as tnp
+
+    if not isinstance(cts, (tuple, list)) or len(cts) != len(mapped):
+        return cts  # (the structure check one level down names what is wrong)
+    out = []
+    for ct, flags in zip(cts, mapped):
+        leaves, tdef = tree_flatten(ct)
+        if len(leaves) == len(flags) and not all(flags):
+            ct = tree_unflatten(tdef, [c if f else tnp.sum(c, axis=nb) for c, f in zip(leaves, flags)])
+        out.append(ct)
+    return type(cts)(out)
 
 
 class custom_jvp:
@@ -226,6 +305,8 @@ class custom_jvp:
         tape = top_tape(flat)
         if isinstance(tape, ForwardTape):
             return self._push(tape, flat, tdef)
+        if tape is not None and tape.applies:  # vmap: batch it; jit: nothing differentiates here
+            return self._batched(tape, flat, tdef) if tape.batching else self.fun(*args)
         rule = self.rule
 
         def forward(raw: list[Any]) -> tuple[Any, Any]:
@@ -246,6 +327,17 @@ class custom_jvp:
 
         out = _apply_rule(name, self.fun, args, forward, make_vjp)
         return self.fun(*args) if out is None else out
+
+    def _batched(self, trace: Any, flat: list[Any], tdef: Any) -> Any:
+        """The call with arguments batched on ``trace``, the top level: one
+        call one level down of a custom_jvp whose function and rule are
+        mapped over the batch (tangents are batched as their primals are)."""
+        rule = self.rule
+        assert rule is not None
+        args, axes, _ = _under_vmap(trace, flat, tdef)
+        inner = custom_jvp(vmap(self.fun, axes))
+        inner.defjvp(vmap(rule, in_axes=(axes, axes)))
+        return tree_map(trace.wrap, inner(*args))
 
     def _push(self, tape: ForwardTape, flat: list[Any], tdef: Any) -> Any:
         """Forward mode: call the rule with the tangents (row by row for a batch)."""
@@ -288,7 +380,13 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     def remat(*args: Any) -> Any:
         from tapegrad.transforms.reverse import vjp as vjp_
 
-        tdef = _flat_args(args)[1]
+        flat, tdef = _flat_args(args)
+        trace = top_tape(flat)
+        if trace is not None and trace.applies:
+            if not trace.batching:  # a jit trace: nothing differentiates here
+                return fun(*args)
+            args_b, axes, _ = _under_vmap(trace, flat, tdef)  # the mapped function, checkpointed one level down
+            return tree_map(trace.wrap, remat_b(axes)(*args_b))
 
         def forward(raw: list[Any]) -> tuple[Any, Any]:
             guarded = [_read_only(x) for x in raw]
@@ -317,6 +415,11 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
 
         out = _apply_rule(name, fun, args, forward, make_vjp)
         return fun(*args) if out is None else out
+
+    def remat_b(axes: Any) -> Callable[..., Any]:
+        mapped = vmap(fun, axes)
+        mapped.__name__ = f"vmap({fun_name(fun)})"
+        return checkpoint(mapped)
 
     return remat
 

@@ -6,7 +6,8 @@ primitive with no JVP rule still works: its VJP rule is linear in the
 cotangent, so the trace records that rule on a scratch tape and replays it
 in reverse with the tangent as seed (the transpose of the transpose). Every
 tangent may carry leading batch axes: ``jacfwd`` pushes a whole basis in
-one pass.
+one pass (through the rules of a primitive not declared ``batched``, one
+element at a time: see ``map_batch``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tapegrad.transforms._util import (
     check_inexact_leaves,
     finish,
     fun_name,
+    map_batch,
     rewrap,
     unwrap,
 )
@@ -60,11 +62,16 @@ class ForwardTape(Tape):
         out = None
         for i in argnums:
             maker = table.get(i) or prim.jvp_maker(i)
+            t = args[i]._node
             if maker is None:
                 jvp = _transposed(prim, i, ans, raw, kwargs)
+                c = jvp(t)
             else:
                 jvp = maker(ans, *raw, **kwargs) if kwargs else maker(ans, *raw)
-            c = jvp(args[i]._node)
+                if batch and not prim.jvps_batched:  # a rule for one tangent at a time
+                    c = map_batch(jvp, t, t.ndim - np.ndim(value(raw[i])))
+                else:
+                    c = jvp(t)
             if c.shape != target:
                 c = _broadcast_tangent(c, len(batch), target)
             out = c if out is None else out + c
@@ -90,12 +97,14 @@ def _transposed(prim: Any, i: int, ans: Any, raw: Any, kwargs: Any) -> Callable[
     xshape, xdtype = tuple(np.shape(value(x))), np.result_type(value(x))
     aval = value(ans)
 
+    one_at_a_time = not prim.vjps_batched
+
     def jvp(t: Any) -> Any:
         nb = t.ndim - len(xshape)
         batch = t.shape[:nb]
         with Tape() as lin:
             g = lin._watch_leaf(array_module(aval).zeros(batch + aval.shape, dtype=aval.dtype))
-            c = vjp(g)
+            c = map_batch(vjp, g, nb) if nb and one_at_a_time else vjp(g)
             if c.shape != batch + xshape:
                 c = sum_to(c, xshape, nb)
             if c.dtype != xdtype:

@@ -1,7 +1,8 @@
 """Jacobians and Hessians, with no Python loop over rows: jacrev, hessian, hvp.
 
 ``jacrev`` pushes every basis cotangent through one replay (the rules take
-batched cotangents); ``jacfwd`` (in forward.py) pushes every basis tangent
+batched cotangents; those of a user primitive not declared ``batched`` are
+called once per cotangent); ``jacfwd`` (in forward.py) pushes every basis tangent
 through one forward pass. ``hessian`` is forward-over-reverse.
 """
 

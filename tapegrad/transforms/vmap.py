@@ -51,24 +51,56 @@ def vmap(f: Callable[..., Any], in_axes: Axes = 0, out_axes: Axes = 0) -> Callab
     @functools.wraps(f)
     def vmapped(*args: Any, **kwargs: Any) -> Any:
         who = f"vmap({name})"
-        leaves, tdef = tree_flatten(args)
-        axes = _leaf_axes(in_axes, args, tdef, who, "in_axes")
-        kw_leaves, kw_def = tree_flatten(kwargs)
-        leaves = leaves + kw_leaves
-        axes = axes + [0] * len(kw_leaves)
-        names = _leaf_names(f, args, kwargs)
-        size = _batch_size(leaves, axes, names, who)
-        with BatchTrace(size) as trace:
-            batched = [leaf if ax is None else trace.wrap(_move(leaf, _norm(ax, leaf), 0))
-                       for leaf, ax in zip(leaves, axes)]
-            n = len(leaves) - len(kw_leaves)
-            out = f(*tree_unflatten(tdef, batched[:n]), **tree_unflatten(kw_def, batched[n:]))
-            out_leaves, out_def = tree_flatten(out)
-            oaxes = _leaf_axes(out_axes, out, out_def, who, "out_axes")
-            results = [_unbatch(o, ax, trace, who) for o, ax in zip(out_leaves, oaxes)]
-        return tree_unflatten(out_def, results)
+        trace, out_leaves, out_def = _run(f, args, kwargs, in_axes, who)
+        oaxes = _leaf_axes(out_axes, tree_unflatten(out_def, out_leaves), out_def, who, "out_axes")
+        return tree_unflatten(out_def, [_unbatch(o, ax, trace, who) for o, ax in zip(out_leaves, oaxes)])
 
     return vmapped
+
+
+def _run(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], in_axes: Axes,
+         who: str) -> tuple[BatchTrace, list[Any], TreeDef]:
+    """Call ``f`` on a new batch level, the arguments mapped over ``in_axes``
+    (keyword arguments over axis 0). Returns the level and the output,
+    flattened: batched values of that level, and leaves that do not depend
+    on the mapped inputs."""
+    leaves, tdef = tree_flatten(args)
+    axes = _leaf_axes(in_axes, args, tdef, who, "in_axes")
+    kw_leaves, kw_def = tree_flatten(kwargs)
+    leaves = leaves + kw_leaves
+    axes = axes + [0] * len(kw_leaves)
+    size = _batch_size(leaves, axes, _leaf_names(f, args, kwargs), who)
+    with BatchTrace(size) as trace:
+        batched = [leaf if ax is None else trace.wrap(_move(leaf, _norm(ax, leaf), 0))
+                   for leaf, ax in zip(leaves, axes)]
+        n = len(leaves) - len(kw_leaves)
+        out = f(*tree_unflatten(tdef, batched[:n]), **tree_unflatten(kw_def, batched[n:]))
+    out_leaves, out_def = tree_flatten(out)
+    return trace, out_leaves, out_def
+
+
+def batched_call(f: Callable[..., Any], args: tuple[Any, ...], in_axes: Axes, who: str) -> tuple[Any, Any]:
+    """``f(*args)`` mapped over ``in_axes``, each output leaf left where it
+    is: ``(out, axes)``, ``out`` with the batch on axis 0 of every leaf that
+    depends on the mapped inputs and ``axes`` of its structure, 0 for those
+    leaves and None for the others (which are the same for every example).
+    (What a custom rule's forward function needs under vmap: its residuals
+    stay as they are when they are not batched.)"""
+    trace, leaves, tdef = _run(f, args, {}, in_axes, who)
+    mine = [type(o) is Traced and o._tape is trace for o in leaves]
+    return (tree_unflatten(tdef, [o._node if m else o for o, m in zip(leaves, mine)]),
+            tree_unflatten(tdef, [0 if m else None for m in mine]))
+
+
+def broadcast_batch(x: Any, size: int) -> Any:
+    """Leaf ``x`` (the same for every example) given a batch axis 0 of ``size``."""
+    if not hasattr(x, "shape"):
+        x = np.asarray(x)
+    if type(x) is Traced:
+        from tapegrad import numpy as tnp
+
+        return tnp.broadcast_to(x, (size,) + tuple(x.shape))
+    return np.broadcast_to(x, (size,) + x.shape).copy()
 
 
 def _move(x: Any, src: int, dst: int) -> Any:
@@ -98,12 +130,7 @@ def _unbatch(o: Any, ax: Any, trace: BatchTrace, who: str) -> Any:
     else:
         if ax is None:
             return o
-        if not hasattr(o, "shape"):
-            o = np.asarray(o)
-        from tapegrad import numpy as tnp
-
-        arr = tnp.broadcast_to(o, (trace.size,) + tuple(o.shape)) if type(o) is Traced \
-            else np.broadcast_to(o, (trace.size,) + o.shape).copy()
+        arr = broadcast_batch(o, trace.size)
     nd = np.ndim(arr)
     if not -nd <= ax < nd:
         raise ValueError(

@@ -1,0 +1,138 @@
+"""Code generation: a traced program as the source of one Python function.
+
+One line per instruction, ``v<n> = name(args)``, calling the primitive's own
+NumPy (or CuPy) function: no tape, no traced values, no dispatch. Constants
+that read well (numbers, strings, tuples of them, None) are written in the
+line; arrays and other objects are names bound in the function's globals
+(``c<k>``). A guard is one ``if`` that raises :class:`GuardFailed`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tapegrad.compile.passes import last_uses
+from tapegrad.compile.trace import Guard, Instr, Var
+
+
+class GuardFailed(Exception):
+    """A value-dependent decision of the trace went the other way this call."""
+
+
+def _fail(k: int) -> None:
+    raise GuardFailed(k)
+
+
+def _literal(x: Any) -> str | None:
+    """``x`` as Python source, when it reads as itself (else None)."""
+    if x is None or isinstance(x, (bool, str)):
+        return repr(x)
+    if type(x) is int:
+        return repr(x)
+    if type(x) is float:
+        return repr(x) if math.isfinite(x) else None
+    if type(x) is tuple and all(_literal(v) is not None for v in x):
+        inner = ", ".join(_literal(v) for v in x)  # type: ignore[misc]
+        return f"({inner},)" if len(x) == 1 else f"({inner})"
+    return None
+
+
+class _Names:
+    """Globals of the generated function: functions by their names, constants as c<k>."""
+
+    def __init__(self) -> None:
+        self.namespace: dict[str, Any] = {"_fail": _fail}
+        self._fn_names: dict[int, str] = {}
+        self._consts: dict[int, str] = {}
+
+    def fn(self, fn: Any, name: str) -> str:
+        key = id(fn)
+        if key in self._fn_names:
+            return self._fn_names[key]
+        base = re.sub(r"\W", "_", name) or "f"
+        if base[0].isdigit() or base in ("v", "c"):
+            base = "f_" + base
+        cand, k = base, 2
+        while cand in self.namespace:
+            cand, k = f"{base}_{k}", k + 1
+        self.namespace[cand] = fn
+        self._fn_names[key] = cand
+        return cand
+
+    def const(self, x: Any) -> str:
+        lit = _literal(x)
+        if lit is not None:
+            return lit
+        key = id(x)
+        if key not in self._consts:
+            name = f"c{len(self._consts)}"
+            self._consts[key] = name
+            self.namespace[name] = x
+        return self._consts[key]
+
+    def arg(self, a: Any) -> str:
+        return f"v{a.n}" if type(a) is Var else self.const(a)
+
+
+def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[Any],
+             name: str = "compiled") -> tuple[str, dict[str, Any]]:
+    """Return ``(source, globals)`` of a function of the inputs returning the
+    list of outputs (each a :class:`Var` or a constant, copied if an array:
+    the caller owns what it gets)."""
+    names = _Names()
+    fname = re.sub(r"\W", "_", name) or "compiled"
+    lines = [f"def {fname}({', '.join(f'v{n}' for n in inputs)}):"]
+    out_vars = [o.n for o in outputs if type(o) is Var]
+    last = last_uses(program, out_vars)
+    dies: dict[int, list[int]] = {}  # instruction index -> the values dead after it
+    for n, i in last.items():
+        dies.setdefault(i, []).append(n)
+    for i, ins in enumerate(program):
+        for n in ins.outs if type(ins) is Instr else ():
+            if n not in last:  # (one output of several, unused)
+                dies.setdefault(i, []).append(n)
+    guards = 0
+    for i, ins in enumerate(program):
+        if type(ins) is Guard:
+            test = f"not v{ins.var}" if ins.truth else f"v{ins.var}"
+            lines.append(f"    if {test}: _fail({guards})")
+            guards += 1
+        else:
+            lines.append(_line(ins, names))
+        if i in dies:  # free buffers as soon as the program is done with them (as eager does)
+            lines.append(f"    del {', '.join(f'v{n}' for n in sorted(dies[i]))}")
+    rets = []
+    for o in outputs:
+        if type(o) is Var:
+            rets.append(f"v{o.n}")
+        elif isinstance(o, np.ndarray):
+            names.namespace.setdefault("_copy", np.array)
+            rets.append(f"_copy({names.const(o)})")
+        else:
+            rets.append(names.const(o))
+    lines.append(f"    return [{', '.join(rets)}]")
+    return "\n".join(lines) + "\n", names.namespace
+
+
+def _line(ins: Instr, names: _Names) -> str:
+    args = [names.arg(a) for a in ins.args]
+    args += [f"{k}={names.arg(v)}" for k, v in ins.kwargs]
+    call = f"{names.fn(ins.fn, ins.name)}({', '.join(args)})"
+    if ins.multi:
+        target = ", ".join(f"v{n}" for n in ins.outs) + ("," if len(ins.outs) == 1 else "")
+    else:
+        target = f"v{ins.outs[0]}"
+    return f"    {target} = {call}"
+
+
+def compile_source(source: str, namespace: dict[str, Any], name: str) -> Any:
+    """The function defined by ``source`` (its globals: ``namespace``)."""
+    code = compile(source, f"<tapegrad.jit {name}>", "exec")
+    exec(code, namespace)  # noqa: S102  (our own generated source)
+    fname = source.split("(", 1)[0][4:]
+    return namespace[fname]

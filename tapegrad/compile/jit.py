@@ -1,0 +1,183 @@
+"""``jit``: trace a function once per input signature, run it compiled after.
+
+The trace (:mod:`tapegrad.compile.trace`) runs ``f`` on traced values of a
+jit level and writes down every primitive call, backward passes included;
+the passes (:mod:`tapegrad.compile.passes`) clean the list; code generation
+(:mod:`tapegrad.compile.codegen`) makes it one straight-line Python function
+over NumPy. Calls with the same signature (pytree structure, shapes, dtypes,
+static arguments) run that function; a failed guard traces the other path
+too (up to :data:`MAX_VARIANTS`, then ``f`` runs eagerly).
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tapegrad import tape as _tape
+from tapegrad.compile import passes
+from tapegrad.compile.codegen import GuardFailed, compile_source, generate
+from tapegrad.compile.trace import JitTrace, Var
+from tapegrad.pytree import tree_flatten, tree_unflatten
+from tapegrad.tracer import Traced
+from tapegrad.transforms._util import fun_name
+
+MAX_VARIANTS = 8  # compiled paths of one signature before jit gives up and runs eagerly
+
+
+class Compiled:
+    """One compiled variant: its program, its source and the function."""
+
+    def __init__(self, source: str, namespace: dict[str, Any], fn_name: str, out_def: Any,
+                 program: list[Any]) -> None:
+        self.source = source
+        self.fn = compile_source(source, namespace, fn_name)
+        self.out_def = out_def
+        self.program = program
+
+    def __call__(self, leaves: Sequence[Any]) -> Any:
+        return tree_unflatten(self.out_def, self.fn(*leaves))
+
+
+class Lowered:
+    """What :meth:`Jitted.lower` returns: the compiled program for one signature."""
+
+    def __init__(self, compiled: Compiled) -> None:
+        self._compiled = compiled
+
+    def as_text(self) -> str:
+        """The generated Python source: one line per operation."""
+        return self._compiled.source
+
+
+class Jitted:
+    """A function compiled per input signature (see :func:`jit`)."""
+
+    def __init__(self, f: Callable[..., Any], static_argnums: Sequence[int], static_argnames: Sequence[str]) -> None:
+        self.f = f
+        self.static_argnums = tuple(static_argnums)
+        self.static_argnames = tuple(static_argnames)
+        self.cache: dict[Hashable, list[Compiled]] = {}
+        self._warned = False
+        functools.update_wrapper(self, f)  # type: ignore[arg-type]
+
+    # --- the signature ------------------------------------------------------------------
+    def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], Any, Hashable]:
+        """``(leaves, how to rebuild the call, cache key)``."""
+        n = len(args)
+        static_pos = {i % n if n else i for i in self.static_argnums if -n <= i < n}
+        dyn_args = [a for i, a in enumerate(args) if i not in static_pos]
+        dyn_kw = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        static = tuple((i, args[i]) for i in sorted(static_pos)) + tuple(
+            sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
+        try:
+            hash(static)
+        except TypeError as e:
+            raise TypeError(f"jit({fun_name(self.f)}): static arguments must be hashable ({e})") from None
+        leaves, tdef = tree_flatten((dyn_args, dyn_kw))
+        sig = tuple(_leaf_signature(x) for x in leaves)
+        return leaves, (static_pos, n, tdef, static), (tdef, sig, static)
+
+    def _rebuild(self, how: Any, leaves: Sequence[Any], args: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        static_pos, n, tdef, static = how
+        dyn_args, dyn_kw = tree_unflatten(tdef, list(leaves))
+        it = iter(dyn_args)
+        full = tuple(args[i] if i in static_pos else next(it) for i in range(n))
+        kw = dict(dyn_kw)
+        kw.update({k: v for k, v in static if isinstance(k, str)})
+        return full, kw
+
+    # --- calling ----------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _tape._stack.tapes:  # inside a transform (or another jit's trace): run as written
+            return self.f(*args, **kwargs)
+        leaves, how, key = self._split(args, kwargs)
+        if any(type(x) is Traced for x in leaves):  # facade values of a recording graph, say
+            return self.f(*args, **kwargs)
+        variants = self.cache.setdefault(key, [])
+        for variant in variants:
+            try:
+                return variant(leaves)
+            except GuardFailed:
+                continue
+        if len(variants) >= MAX_VARIANTS:
+            if not self._warned:
+                self._warned = True
+                warnings.warn(f"jit({fun_name(self.f)}): {MAX_VARIANTS} compiled variants of one input "
+                              "signature (value-dependent control flow); running eagerly from now on",
+                              stacklevel=2)
+            return self.f(*args, **kwargs)
+        out, compiled = self._trace(leaves, how, args)
+        variants.append(compiled)
+        return out
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """Trace (or fetch) the compiled program for these arguments."""
+        leaves, how, key = self._split(args, kwargs)
+        variants = self.cache.setdefault(key, [])
+        if not variants:
+            variants.append(self._trace(leaves, how, args)[1])
+        return Lowered(variants[0])
+
+    def _trace(self, leaves: list[Any], how: Any, args: tuple[Any, ...]) -> tuple[Any, Compiled]:
+        """Run ``f`` once on traced inputs: its result, and the compiled program."""
+        with JitTrace() as trace:
+            inputs = [trace.input(_as_array(x)) for x in leaves]
+            full, kw = self._rebuild(how, inputs, args)
+            out = self.f(*full, **kw)
+        out_leaves, out_def = tree_flatten(out)
+        refs = [trace.ref(o) for o in out_leaves]
+        for r in refs:
+            if type(r) is Traced:
+                raise TypeError(f"jit({fun_name(self.f)}): an output is traced on a transform "
+                                "outside the jitted function")
+        program = passes.dead_code(trace.program, [r.n for r in refs if type(r) is Var])
+        source, namespace = generate(program, trace.inputs, refs, name=fun_name(self.f))
+        compiled = Compiled(source, namespace, source.split("(", 1)[0][4:], out_def, program)
+        result = [trace.values[r.n] if type(r) is Var else (np.array(r) if isinstance(r, np.ndarray) else r)
+                  for r in refs]
+        return tree_unflatten(out_def, result), compiled
+
+
+def _leaf_signature(x: Any) -> Hashable:
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return (type(x), tuple(x.shape), np.dtype(x.dtype).str)
+    if isinstance(x, (bool, int, float, complex)):
+        return (type(x), (), None)
+    return (type(x), repr(x))
+
+
+def _as_array(x: Any) -> Any:
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return x
+    return np.asarray(x)
+
+
+def jit(f: Callable[..., Any], static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = ()) -> Jitted:
+    """Compile ``f``: trace it once per input signature, then run the trace
+    as a straight-line NumPy program (SPEC section 8).
+
+    The signature is the pytree structure, shapes and dtypes of the
+    arguments and the values of the static ones (``static_argnums``,
+    ``static_argnames``: hashable, passed to ``f`` as they are). Every
+    primitive ``f`` runs is compiled, including the backward passes of the
+    transforms it calls (``jit(value_and_grad(loss))``). Python control flow
+    on values becomes guards: a call that takes another path traces it too.
+    Side effects (``print``) happen when tracing only, as in JAX.
+
+    Returns:
+        The compiled function (call it like ``f``); ``.lower(*args).as_text()``
+        shows the generated source.
+
+    Example:
+        >>> step = tg.jit(tg.value_and_grad(loss))
+        >>> value, grads = step(params, X, Y)    # traces and compiles; later calls run compiled
+    """
+    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    return Jitted(f, nums, names)
