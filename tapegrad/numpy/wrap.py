@@ -3,7 +3,9 @@
 Most are NumPy's own functions made differentiable with ``primitive``; a few
 have small implementations here because their rules need a handle NumPy does
 not give (``concatenate`` with arrays as positional arguments, indexing with
-batch axes, ``einsum`` with operands as positional arguments).
+batch axes, ``einsum`` with operands as positional arguments). The three
+indexing primitives have front-ends that lift the indexed array to the vmap
+levels of an index computed per example (see :func:`lift`).
 Their VJP rules live in ``vjps.py``. Functions with no derivative (or a zero
 one) are wrapped with ``nondifferentiable``: they read traced values by value.
 """
@@ -20,6 +22,8 @@ from tapegrad.backend import array_module
 from tapegrad.primitive import (
     REGISTRY,
     broadcast_to,
+    defjvp,
+    defvjp,
     mark_batched,
     nondifferentiable,
     primitive,
@@ -237,18 +241,27 @@ class Index:
 
     ``kind`` is ``"basic"`` (ints, slices, None), ``"mask"`` (boolean arrays,
     each position written at most once) or ``"int"`` (integer arrays).
+    ``traces`` holds the vmap levels (:class:`~tapegrad.batching.BatchTrace`)
+    of the entries that are batched values (indices computed per example,
+    such as a per-example class label): empty for a plain index.
     """
 
-    __slots__ = ("key", "kind", "unique")
+    __slots__ = ("key", "kind", "unique", "traces")
 
     def __init__(self, key: Any, ndim: int) -> None:
         if not isinstance(key, tuple):
             key = (key,)
-        items = []
+        items: list[Any] = []
         kind = "basic"
+        traces: tuple[Any, ...] = ()
         for k in key:
             if type(k) is Traced:
                 k = value(k)
+                if type(k) is Traced:  # batched by vmap: per-example values
+                    traces += (k._tape,)
+                    kind = "mask" if k.dtype == bool and kind == "basic" else ("int" if k.dtype != bool else kind)
+                    items.append(k)
+                    continue
             if isinstance(k, list) or (hasattr(k, "dtype") and getattr(k, "ndim", 0) > 0):
                 if isinstance(k, list):
                     k = np.asarray(k) if len(k) else np.zeros(0, dtype=np.intp)
@@ -269,7 +282,9 @@ class Index:
             items[at : at + 1] = [slice(None)] * (ndim - used)
         self.key = tuple(items)
         self.kind = kind
-        self.unique = kind != "int" or _unique_int_index(self.key)
+        self.traces = traces
+        # (batched entries: repeats are unknown until each example is seen)
+        self.unique = not traces and (kind != "int" or _unique_int_index(self.key))
 
 
 def _unique_int_index(key: tuple[Any, ...]) -> bool:
@@ -319,8 +334,58 @@ def _index_add(g: Any, index: Index, shape: tuple[int, ...], nb: int) -> Any:
     return out
 
 
-getitem = primitive(_getitem, "getitem")
-index_add = primitive(_index_add, "index_add")
+def _batch_like(x: Any, marker: Any) -> Any:
+    """``x`` itself; under vmap, ``x`` batched like ``marker`` (see :func:`lift`)."""
+    return x
+
+
+batch_like = primitive(_batch_like, "batch_like")
+# (its rules are the identity's: kept here, beside the one function that calls it)
+defvjp(batch_like, lambda ans, x, marker: lambda g: g, None)
+defjvp(batch_like, lambda ans, x, marker: lambda t: t, None)
+
+
+def lift(x: Any, traces: tuple[Any, ...]) -> Any:
+    """``x`` made a batched value of each vmap level in ``traces`` it is not
+    batched on yet (the same value for every example: a broadcast view, no
+    copy), so that an index batched on those levels meets ``x`` there.
+
+    A primitive runs at the highest level among its *arguments*; the entries
+    of an :class:`Index` are not arguments, so ``W[y]`` with a per-example
+    label ``y`` and a ``W`` that does not vary over the batch (a parameter)
+    would never reach ``y``'s level: the indexing primitives' front-ends
+    below lift ``W`` to it first."""
+    have = set()
+    y = x
+    while type(y) is Traced:  # the levels x already lives on
+        t = y._tape
+        have.add(id(t))
+        y = y._node if getattr(t, "batching", False) else y._value
+    for t in traces:
+        if id(t) not in have and t.active:
+            have.add(id(t))
+            x = batch_like(x, t.wrap(np.zeros(t.size, dtype=bool)))
+    return x
+
+
+def _lifting(prim_fn: Any) -> Any:
+    """The front-end of indexing primitive ``prim_fn(x, index, ...)``: ``x``
+    lifted to the vmap levels of ``index``'s batched entries (see :func:`lift`).
+    Its ``.primitive`` is ``prim_fn``'s (rules are defined on either)."""
+
+    def front(x: Any, index: Index, *args: Any, **kwargs: Any) -> Any:
+        if index.traces:
+            x = lift(x, index.traces)
+        return prim_fn(x, index, *args, **kwargs)
+
+    front.__name__ = front.__qualname__ = prim_fn.__name__
+    front.__doc__ = prim_fn.__doc__
+    front.primitive = prim_fn.primitive  # type: ignore[attr-defined]
+    return front
+
+
+getitem = _lifting(primitive(_getitem, "getitem"))
+index_add = _lifting(primitive(_index_add, "index_add"))
 
 
 def _setitem(x: Any, index: Index, v: Any) -> Any:
@@ -332,7 +397,7 @@ def _setitem(x: Any, index: Index, v: Any) -> Any:
     return out
 
 
-setitem = primitive(_setitem, "setitem")
+setitem = _lifting(primitive(_setitem, "setitem"))
 
 # --- products ---------------------------------------------------------------------------------
 def _matmul(a: Any, b: Any, **kwargs: Any) -> Any:
