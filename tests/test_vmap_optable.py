@@ -98,22 +98,9 @@ def loops(monkeypatch: pytest.MonkeyPatch) -> Loops:
 
 
 # --- known failures outside the batching rules ----------------------------------------------------
-# Each entry: a case (or "case/test") and the bug, in code the batching rules do not own.
-# strict: once the bug is fixed the test passes, and the entry must go.
-_BALANCED_EQ = "vjps.py _balanced_eq calls np.asarray on a batched comparison (vmap of grad of max/min)"
-_ALL_NONZERO = ("vjps.py _vjp_prod/_vjp_cumprod branch on np.all(value(x) != 0) in Python: a batched "
-                "truth value (vmap of grad of prod/cumprod)")
-_ANGLE = "derived.py angle: np.angle(value(z)) on a batched z dispatches back to tnp.angle (RecursionError)"
-_SETITEM_KEEP = ("vjps.py _vjp_setitem_x: keep[idx.key] = False with an index batched per example "
-                 "(NumPy assignment of a batched value)")
-
-KNOWN: dict[str, str] = {
-    **{f"{n}/vgrad": _BALANCED_EQ for n in ("maximum", "minimum", "fmax", "fmin")},
-    **{f"{n}/vgrad": _ALL_NONZERO for n in (
-        "prod", "prod_all", "prod_with_zero", "cumprod", "cumprod_flat", "cumprod_zero", "methods",
-        "complex_reductions", "complex_cumsum_cumprod")},
-    "angle": _ANGLE,
-}
+# Each entry: a case (or "case/test") and the defect, outside the batching rules.
+# strict: once it is fixed the test passes, and the entry must go.
+KNOWN: dict[str, str] = {}
 
 
 def _known(name: str, test: str, variant: str) -> list[Any]:
@@ -317,10 +304,7 @@ INDEX_OPS: list[Case] = [
     case("gather_mask_none", lambda m, x: x[x > 10.0] + m.sum(x), R(3, 4)),
 ]
 
-# vmap of grad through a setitem whose index is batched: the VJP's mask of kept entries
-KNOWN.update({f"{n}/vgrad": _SETITEM_KEEP for n in (
-    "setitem_int", "setitem_axis1", "setitem_separated", "setitem_mask")})
-KNOWN.update({f"{n}/vgrad/axis0": _SETITEM_KEEP for n in ("setitem_mask_value", "setitem_mask_after_slice")})
+
 
 
 def _index_variants(c: Case) -> list[str]:
@@ -393,9 +377,6 @@ MORE_OPS: list[Case] = [
 ]
 
 KNOWN["pad_edge/vgrad"] = KNOWN["pad_edge/gradv"] = "vjps.py _vjp_pad: only mode='constant' has a VJP"
-KNOWN["setitem_value_extra_ones/vgrad"] = KNOWN["setitem_value_extra_ones/gradv"] = (
-    "without vmap too: grad of `y[0] = v` with v of shape (1, n) fails (the (n,) cotangent of v "
-    "is not reshaped to (1, n))")
 
 
 def _scatter(m: Any, g: Any) -> Any:

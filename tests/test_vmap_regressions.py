@@ -35,3 +35,17 @@ def test_gradient_of_imag_of_a_0d_value() -> None:
     # -1j * np.float64(2.0) is a Python complex, which has no shape
     assert tg.grad(lambda a: tnp.imag(a) * 2.0)(np.array(1 + 1j)) == -2j
     assert tg.grad(lambda a: tnp.imag(a) * 2.0)(np.array(1.0)) == 0.0
+
+
+def test_gradient_of_assigning_a_value_with_leading_ones() -> None:
+    # NumPy drops v's leading ones when it assigns v (1, 4) into y[0] (4,): the
+    # cotangent of v gets them back
+    def f(x, v):
+        y = x * 1.0
+        y[0] = v
+        return tnp.sum(y * y)
+
+    x, v = np.arange(12.0).reshape(3, 4), np.ones((1, 4))
+    g = tg.grad(f, 1)(x, v)
+    assert g.shape == (1, 4)
+    np.testing.assert_allclose(g, 2 * v)

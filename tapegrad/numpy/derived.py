@@ -255,12 +255,15 @@ def tile(A: Any, reps: Any) -> Any:
 
 
 def take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
-    if not _traced(a):
+    if not _traced(a, indices):
         return np.take(a, indices, axis=axis, mode=mode)
+    a = _arr(a)
+    if type(indices) is not Traced:
+        indices = np.asarray(indices)
     if axis is None:
-        return ravel(a)[np.asarray(indices)]
+        return ravel(a)[indices]
     ax = normalize_axis(axis, a.ndim)
-    return a[(slice(None),) * ax + (np.asarray(indices),)]
+    return a[(slice(None),) * ax + (indices,)]
 
 
 def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
@@ -443,7 +446,11 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
 
 def angle(z: Any, deg: bool = False) -> Any:
     if not _traced(z) or not np.iscomplexobj(value(z)):
-        return np.angle(value(z), deg=deg)
+        v = value(z)
+        if type(v) is Traced:  # a real batched (vmap) or traced (jit) value: pi where negative
+            a = w.arctan2(np.zeros((), v.dtype), v)
+            return a * (180 / np.pi) if deg else a
+        return np.angle(v, deg=deg)
     a = w.arctan2(w.imag(z), w.real(z))
     return a * (180 / np.pi) if deg else a
 

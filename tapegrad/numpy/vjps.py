@@ -21,7 +21,7 @@ from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import Index
 from tapegrad.primitive import defvjp, defvjp_argnum
 from tapegrad.tape import consumable
-from tapegrad.tracer import value
+from tapegrad.tracer import Traced, value
 
 Vjp = Callable[[Any], Any]
 
@@ -71,6 +71,10 @@ def _balanced_eq(x: Any, z: Any, y: Any) -> Any:
     the result's dtype (a float64 mask would promote float32 cotangents)."""
     x, z, y = value(x), value(z), value(y)
     win = x == z
+    if type(win) is Traced:  # batched (vmap) or traced (jit): the same with tapegrad ops
+        dt = z.dtype
+        half, one, zero = np.asarray(0.5, dt), np.asarray(1, dt), np.asarray(0, dt)
+        return w.where3(win & (y == z), half, w.where3(win, one, zero))
     out = np.asarray(win, dtype=np.result_type(z))
     tie = win & (y == z)
     if tie.any():
@@ -241,9 +245,17 @@ def _prod_of_others(x: Any, axis: Any) -> Any:
     return w.transpose(others, tuple(np.argsort(perm)))
 
 
+def _no_zeros(x: Any) -> bool:
+    """Does ``x`` hold no zero? Only asked of plain values: a batched (vmap) or
+    traced (jit) ``x`` takes the rule that is exact with zeros too, which needs
+    no decision on its values."""
+    v = value(x)
+    return type(v) is not Traced and bool(np.all(v != 0))
+
+
 def _vjp_prod(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Vjp:
     nd, kept = ans.ndim, _kept_shape(x.shape, axis)
-    if np.all(value(x) != 0):
+    if _no_zeros(x):
         return lambda g: _unreduce(g, nd, kept) * (w.reshape_c(ans, kept) / x)
     return lambda g: _unreduce(g, nd, kept) * _prod_of_others(x, axis)
 
@@ -266,7 +278,7 @@ def _vjp_cumprod(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any
         inner = _vjp_cumprod(ans, d.ravel(x), -1)
         return lambda g: d.reshape(inner(d.reshape(g, g.shape[: _nb(g, ans)] + (-1,))), g.shape[: _nb(g, ans)] + shape)
     ax = d.normalize_axis(axis, x.ndim) - x.ndim
-    if np.all(value(x) != 0):  # sum_{j >= i} g_j ans_j / x_i
+    if _no_zeros(x):  # sum_{j >= i} g_j ans_j / x_i
         return lambda g: _rev_cumsum(g * ans, ax) / x
     return lambda g: _cumprod_grad_with_zeros(g, x, ax)
 
@@ -404,14 +416,26 @@ defvjp(w.index_add, _vjp_index_add)
 
 
 def _vjp_setitem_x(ans: Any, x: Any, idx: Index, v: Any) -> Vjp:
-    keep = np.ones(x.shape, dtype=bool)
-    keep[idx.key] = False
+    if any(type(k) is Traced for k in idx.key):  # indices computed per example (vmap) or traced (jit)
+        keep = w.setitem(np.ones(x.shape, dtype=bool), idx, False)
+    else:
+        keep = np.ones(x.shape, dtype=bool)
+        keep[idx.key] = False
     return lambda g: g * keep
 
 
 def _vjp_setitem_v(ans: Any, x: Any, idx: Index, v: Any) -> Vjp:
-    nd = ans.ndim
-    return lambda g: w.getitem(g, idx, g.ndim - nd)
+    nd, vshape = ans.ndim, np.shape(v)
+
+    def vjp(g: Any) -> Any:
+        nb = g.ndim - nd
+        s = w.getitem(g, idx, nb)
+        extra = len(vshape) - (s.ndim - nb)
+        if extra > 0:  # v had leading ones NumPy dropped when it assigned (v (1, 4) into (4,))
+            s = w.reshape_c(s, tuple(s.shape[:nb]) + (1,) * extra + tuple(s.shape[nb:]))
+        return s
+
+    return vjp
 
 
 defvjp(w.setitem, _vjp_setitem_x, None, _vjp_setitem_v)
