@@ -100,7 +100,13 @@ def loops(monkeypatch: pytest.MonkeyPatch) -> Loops:
 # --- known failures outside the batching rules ----------------------------------------------------
 # Each entry: a case (or "case/test") and the defect, outside the batching rules.
 # strict: once it is fixed the test passes, and the entry must go.
-KNOWN: dict[str, str] = {}
+KNOWN: dict[str, str] = {
+    # (JAX refuses boolean-mask indexing under vmap altogether)
+    **{f"{n}/vgrad/axis0": ("a per-example boolean mask selecting a different number of entries per "
+                            "example: the cotangent of the assigned value needs g[mask], which has no "
+                            "common shape across the batch")
+       for n in ("setitem_mask_value", "setitem_mask_after_slice")},
+}
 
 
 def _known(name: str, test: str, variant: str) -> list[Any]:
