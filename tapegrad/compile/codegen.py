@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from tapegrad.compile.passes import last_uses
+from tapegrad.compile.passes import Plan, last_uses
 from tapegrad.compile.trace import Guard, Instr, Var
 
 
@@ -80,13 +81,19 @@ class _Names:
 
 
 def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[Any],
-             name: str = "compiled") -> tuple[str, dict[str, Any]]:
+             name: str = "compiled", plan: Plan | None = None) -> tuple[str, dict[str, Any]]:
     """Return ``(source, globals)`` of a function of the inputs returning the
     list of outputs (each a :class:`Var` or a constant, copied if an array:
-    the caller owns what it gets)."""
+    the caller owns what it gets). With a buffer ``plan``, the planned
+    instructions write into the program's own buffers (``out=b<k>``), which
+    each thread gets once and keeps."""
     names = _Names()
     fname = re.sub(r"\W", "_", name) or "compiled"
     lines = [f"def {fname}({', '.join(f'v{n}' for n in inputs)}):"]
+    outs: dict[int, int] = plan.out if plan is not None else {}
+    if plan is not None and plan.buffers:
+        names.namespace["_buffers"] = _thread_buffers(plan.buffers)
+        lines.append(f"    {', '.join(f'b{k}' for k in range(len(plan.buffers)))}, = _buffers()")
     out_vars = [o.n for o in outputs if type(o) is Var]
     last = last_uses(program, out_vars)
     dies: dict[int, list[int]] = {}  # instruction index -> the values dead after it
@@ -103,7 +110,7 @@ def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[An
             lines.append(f"    if {test}: _fail({guards})")
             guards += 1
         else:
-            lines.append(_line(ins, names))
+            lines.append(_line(ins, names, outs.get(i)))
         if i in dies:  # free buffers as soon as the program is done with them (as eager does)
             lines.append(f"    del {', '.join(f'v{n}' for n in sorted(dies[i]))}")
     rets = []
@@ -119,15 +126,31 @@ def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[An
     return "\n".join(lines) + "\n", names.namespace
 
 
-def _line(ins: Instr, names: _Names) -> str:
+def _line(ins: Instr, names: _Names, buffer: int | None = None) -> str:
     args = [names.arg(a) for a in ins.args]
     args += [f"{k}={names.arg(v)}" for k, v in ins.kwargs]
+    if buffer is not None:
+        args.append(f"out=b{buffer}")
     call = f"{names.fn(ins.fn, ins.name)}({', '.join(args)})"
     if ins.multi:
         target = ", ".join(f"v{n}" for n in ins.outs) + ("," if len(ins.outs) == 1 else "")
     else:
         target = f"v{ins.outs[0]}"
     return f"    {target} = {call}"
+
+
+def _thread_buffers(specs: Sequence[tuple[tuple[int, ...], Any]]) -> Any:
+    """A function returning this thread's buffers of the given shapes and
+    dtypes (made at its first call): calls from two threads never share one."""
+    local = threading.local()
+
+    def buffers() -> list[Any]:
+        got = getattr(local, "buffers", None)
+        if got is None:
+            got = local.buffers = [np.empty(shape, dtype) for shape, dtype in specs]
+        return got
+
+    return buffers
 
 
 def compile_source(source: str, namespace: dict[str, Any], name: str) -> Any:

@@ -135,8 +135,10 @@ class Jitted:
             if type(r) is Traced:
                 raise TypeError(f"jit({fun_name(self.f)}): an output is traced on a transform "
                                 "outside the jitted function")
-        program = passes.dead_code(trace.program, [r.n for r in refs if type(r) is Var])
-        source, namespace = generate(program, trace.inputs, refs, name=fun_name(self.f))
+        out_vars = [r.n for r in refs if type(r) is Var]
+        program = passes.dead_code(trace.program, out_vars)
+        plan = passes.plan_buffers(program, trace.inputs, out_vars, trace.values)
+        source, namespace = generate(program, trace.inputs, refs, name=fun_name(self.f), plan=plan)
         compiled = Compiled(source, namespace, source.split("(", 1)[0][4:], out_def, program)
         result = [trace.values[r.n] if type(r) is Var else (np.array(r) if isinstance(r, np.ndarray) else r)
                   for r in refs]

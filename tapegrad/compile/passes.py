@@ -7,7 +7,9 @@ its own (tests/test_jit_passes.py).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from tapegrad.compile.trace import Guard, Instr, Var
 
@@ -54,3 +56,103 @@ def last_uses(program: Sequence[Any], outputs: Iterable[int]) -> dict[int, int]:
     for n in outputs:
         last[n] = len(program)
     return last
+
+
+# --- buffer planning ---------------------------------------------------------------------------
+
+
+def _writes_fresh(ins: Instr, values: Sequence[Any]) -> bool:
+    """Does ``ins`` take ``out=`` and write a new array of its own (a ufunc, or
+    a primitive's function marked ``fresh_out``, as matmul's is), here an
+    n-d NumPy array? 0-d results stay as NumPy returns them (scalars), as
+    eager code sees them."""
+    if ins.multi or any(k == "out" for k, _ in ins.kwargs):
+        return False
+    fn = ins.fn
+    if not (isinstance(fn, np.ufunc) and fn.nout == 1) and not getattr(fn, "fresh_out", False):
+        return False
+    v = values[ins.outs[0]]
+    return type(v) is np.ndarray and v.ndim > 0 and v.flags.c_contiguous
+
+
+class Plan(NamedTuple):
+    """Which instructions write into which of the program's own buffers."""
+
+    out: dict[int, int]  # instruction index -> buffer number
+    buffers: list[tuple[tuple[int, ...], Any]]  # buffer number -> (shape, dtype)
+
+
+def plan_buffers(program: Sequence[Any], inputs: Iterable[int], outputs: Iterable[int],
+                 values: Sequence[Any]) -> Plan:
+    """Give the intermediate results of ufuncs (and matmul) buffers the
+    compiled program owns and reuses from call to call (``out=``): a buffer
+    is free again once every value that may share its memory is dead.
+
+    Values returned to the caller, and anything that may share memory with
+    an input or an output, never live in such a buffer: the caller owns what
+    it gets and its inputs are never written. Any instruction other than a
+    ufunc (or a ``fresh_out`` function) may return a view of its arguments
+    (``reshape``, ``transpose``, indexing...), so its results count as
+    sharing memory with them.
+    """
+    outputs = set(outputs)
+    # memory-sharing groups (union-find over Var numbers)
+    parent: dict[int, int] = {}
+
+    def find(n: int) -> int:
+        while parent.get(n, n) != n:
+            parent[n] = parent.get(parent[n], parent[n])
+            n = parent[n]
+        return n
+
+    def union(a: int, b: int) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[ra] = rb
+
+    instrs = [(i, ins) for i, ins in enumerate(program) if type(ins) is Instr]
+    fresh = {ins.outs[0] for _, ins in instrs if _writes_fresh(ins, values)}
+    for _, ins in instrs:
+        if not (isinstance(ins.fn, np.ufunc) or getattr(ins.fn, "fresh_out", False)):
+            for o in ins.outs:
+                for n in uses(ins):
+                    # A fresh C-ordered array keeps its layout from call to call (it
+                    # is ours), so whether an op returns a view of it depends on
+                    # shapes alone: what the trace saw holds for every call.
+                    if n in fresh and not np.may_share_memory(values[o], values[n]):
+                        continue
+                    union(o, n)
+    unsafe = {find(n) for n in (*inputs, *outputs)}
+    last = last_uses(program, outputs)
+    group_end: dict[int, int] = {}  # group -> the last instruction reading any of its values
+    for n, i in last.items():
+        r = find(n)
+        group_end[r] = max(group_end.get(r, -1), i)
+    for _, ins in instrs:  # (a value never read still lives until made)
+        for o in ins.outs:
+            r = find(o)
+            group_end.setdefault(r, -1)
+
+    plan_out: dict[int, int] = {}
+    buffers: list[tuple[tuple[int, ...], Any]] = []
+    free: dict[tuple[tuple[int, ...], str], list[int]] = {}
+    releases: dict[int, list[tuple[tuple[tuple[int, ...], str], int]]] = {}
+    for i, ins in instrs:
+        if isinstance(ins.fn, np.ufunc) and ins.fn.signature is None:
+            # elementwise: the result may go into an argument's buffer freed here
+            for key, b in releases.pop(i, []):
+                free.setdefault(key, []).append(b)
+        if _writes_fresh(ins, values) and find(ins.outs[0]) not in unsafe:
+            v = values[ins.outs[0]]
+            key = (tuple(v.shape), v.dtype.str)
+            pool = free.get(key)
+            b = pool.pop() if pool else None
+            if b is None:
+                b = len(buffers)
+                buffers.append((key[0], v.dtype))
+            plan_out[i] = b
+            end = max(group_end[find(ins.outs[0])], i)
+            releases.setdefault(end, []).append((key, b))
+        for key, b in releases.pop(i, []):  # free after this instruction
+            free.setdefault(key, []).append(b)
+    return Plan(plan_out, buffers)

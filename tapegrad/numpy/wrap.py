@@ -353,6 +353,7 @@ def _matmul(a: Any, b: Any, **kwargs: Any) -> Any:
     return array_module(a, b).matmul(a, b, **kwargs)
 
 
+_matmul.fresh_out = True  # type: ignore[attr-defined]  # takes out=, returns a new array (tg.jit's buffers)
 _EYE_MIN = 100 * 100  # smaller products are cheap anyway
 
 
