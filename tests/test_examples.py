@@ -126,7 +126,7 @@ def test_mkdocs_build_strict(tmp_path):
     assert (tmp_path / "site" / "api" / "index.html").exists()
 
 
-DOC_PAGES = ["index.md", "tutorial.md", "coming-from.md", "extending.md", "architecture.md"]
+DOC_PAGES = ["index.md", "tutorial.md", "coming-from.md", "extending.md", "architecture.md", "jit.md"]
 
 
 @pytest.mark.parametrize("page", DOC_PAGES)
