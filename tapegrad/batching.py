@@ -138,6 +138,10 @@ class BatchTrace:
             if type(a) is Traced and a._tape is self:
                 raw[i] = a._node
                 batched[i] = True
+        kw_batched = [k for k, v in kwargs.items() if type(v) is Traced and v._tape is self]
+        if kw_batched:  # (rules take batched values as positional arguments: loop)
+            kw = {k: v._node if k in kw_batched else v for k, v in kwargs.items()}
+            return self.wrap(loop_rule(prim.wrapped, raw, batched, self.size, kw_batched=kw_batched, **kw))
         rule = prim.batch_rule
         out = None if rule is None else rule(raw, batched, self.size, **kwargs)
         if out is None:  # no rule, or none for this case
@@ -159,16 +163,19 @@ def array_of(x: Any, trace: BatchTrace) -> Any:
 
 
 def loop_rule(fn: Callable[..., Any], args: Sequence[Any], batched: Sequence[bool], size: int,
-              **kwargs: Any) -> Any:
+              kw_batched: Sequence[str] = (), **kwargs: Any) -> Any:
     """Map ``fn`` by a loop over the batch: one call per example, stacked (the
     rule of a primitive that has none). Differentiable: the slices and the
-    stack are tapegrad operations."""
+    stack are tapegrad operations. ``kw_batched`` names keyword arguments
+    that are batched too."""
     tnp = _numpy
     if size == 0:  # nothing to call: one call on zeros gives the per-example shape
         probe = [tnp.zeros(a.shape[1:], a.dtype) if b else a for a, b in zip(args, batched)]
-        out = fn(*probe, **kwargs)
+        kw0 = {k: tnp.zeros(v.shape[1:], v.dtype) if k in kw_batched else v for k, v in kwargs.items()}
+        out = fn(*probe, **kw0)
         return tnp.zeros((0,) + tuple(np.shape(out)), np.result_type(out))
-    outs = [fn(*[a[i] if b else a for a, b in zip(args, batched)], **kwargs) for i in range(size)]
+    outs = [fn(*[a[i] if b else a for a, b in zip(args, batched)],
+               **{k: v[i] if k in kw_batched else v for k, v in kwargs.items()}) for i in range(size)]
     return tnp.stack(outs)
 
 

@@ -104,6 +104,24 @@ def test_train_digits_jit(tmp_path):
         assert abs(a - b) <= 1e-4 * abs(a)
 
 
+def test_per_sample_grads_match_the_loop(tmp_path):
+    pytest.importorskip("sklearn")
+    out = run_example("per_sample_grads", tmp_path)
+    assert "vmap(grad) matches the loop of autograd.grad calls within 1e-06" in out
+    assert "their mean is the gradient of the batch loss" in out
+    diffs = [float(d) for d in re.findall(r"max \|vmap - loop\| = (\S+)", out)]
+    assert len(diffs) == 4 and max(diffs) <= 1e-6
+
+
+def test_model_ensembling_matches_the_loop(tmp_path):
+    pytest.importorskip("sklearn")
+    out = run_example("model_ensembling", tmp_path)
+    assert out.count(": matches the loop") == 2
+    assert "matches the same member trained alone" in out
+    acc = float(re.search(r"ensemble ([\d.]+)%", out).group(1))
+    assert acc > 80
+
+
 def test_examples_have_docstrings():
     for path in EXAMPLES.glob("*.py"):
         text = path.read_text()

@@ -477,7 +477,10 @@ def asarray(a: Any, dtype: Any = None, *args: Any, **kw: Any) -> Any:
 def astype(x: Any, dtype: Any, copy: bool = True) -> Any:
     dtype = np.dtype(dtype)
     if type(x) is not Traced or dtype.kind not in "fc":
-        return value(x).astype(dtype)  # integer / bool results carry no gradient
+        v = value(x)  # integer / bool results carry no gradient
+        if type(v) is Traced:  # (batched by vmap or traced by jit: those levels cast it)
+            return w.astype_float(v, dtype)
+        return v.astype(dtype)
     if dtype == x.dtype and not copy:
         return x
     return w.astype_float(x, dtype)

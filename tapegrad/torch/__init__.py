@@ -97,6 +97,7 @@ from tapegrad.torch.autograd.anomaly_mode import (
     is_anomaly_enabled,
     set_anomaly_enabled,
 )
+from tapegrad.torch.func import vmap
 from tapegrad.torch.grad_mode import (
     enable_grad,
     inference_mode,
@@ -125,7 +126,7 @@ __all__ = [
     "is_inference_mode_enabled", "is_tensor", "linspace", "long", "manual_seed", "no_grad", "numel",
     "ones", "ones_like", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like",
     "randperm", "seed", "set_anomaly_enabled", "set_default_dtype", "set_grad_enabled", "short", "stack", "tensor",
-    "uint8", "vstack", "where", "zeros", "zeros_like", "nn", "optim",
+    "uint8", "vmap", "vstack", "where", "zeros", "zeros_like", "nn", "optim",
 ]
 
 # the function forms of tensor methods: torch.exp(x), torch.sum(x, dim=0), ... (the op table's rows)

@@ -15,6 +15,7 @@ from numpy import generic as _generic
 from numpy import ndarray
 
 import tapegrad.numpy as tnp
+from tapegrad.torch._batched import _const
 from tapegrad.torch._graph import (
     SCALAR_TYPE,
 )
@@ -108,11 +109,11 @@ class ArithOps(_Base):
 
     def __floordiv__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
-        return _new(np.asarray(np.floor_divide(value(a), value(b))))
+        return _const(np.floor_divide(value(a), value(b)))
 
     def __rfloordiv__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
-        return _new(np.asarray(np.floor_divide(value(b), value(a))))
+        return _const(np.floor_divide(value(b), value(a)))
 
     def __mod__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
@@ -176,21 +177,21 @@ class ArithOps(_Base):
 
     def __invert__(self) -> Tensor:
         v = value(self._value)
-        return _new(np.asarray(~v if v.dtype.kind in "biu" else np.logical_not(v)))
+        return _const(~v if v.dtype.kind in "biu" else np.logical_not(v))
 
     def __and__(self, other: Any) -> Tensor:
-        return _new(np.asarray(np.bitwise_and(value(self._value), value(_v(other)))))
+        return _const(np.bitwise_and(value(self._value), value(_v(other))))
 
     def __or__(self, other: Any) -> Tensor:
-        return _new(np.asarray(np.bitwise_or(value(self._value), value(_v(other)))))
+        return _const(np.bitwise_or(value(self._value), value(_v(other))))
 
     def __xor__(self, other: Any) -> Tensor:
-        return _new(np.asarray(np.bitwise_xor(value(self._value), value(_v(other)))))
+        return _const(np.bitwise_xor(value(self._value), value(_v(other))))
 
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
     def _compare(self, other: Any, fn: Any) -> Tensor:
-        return _new(np.asarray(fn(value(self._value), value(_v(other)))))
+        return _const(fn(value(self._value), value(_v(other))))
 
     def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
         return self._compare(other, np.equal)
@@ -236,19 +237,19 @@ class ArithOps(_Base):
         return builtins.bool(np.allclose(value(self._value), value(_v(other)), rtol, atol, equal_nan))
 
     def isclose(self, other: Tensor, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08, equal_nan: builtins.bool = False) -> Tensor:
-        return _new(np.asarray(np.isclose(value(self._value), value(_v(other)), rtol, atol, equal_nan)))
+        return _const(np.isclose(value(self._value), value(_v(other)), rtol, atol, equal_nan))
 
     def isnan(self) -> Tensor:
-        return _new(np.asarray(np.isnan(value(self._value))))
+        return _const(np.isnan(value(self._value)))
 
     def isinf(self) -> Tensor:
-        return _new(np.asarray(np.isinf(value(self._value))))
+        return _const(np.isinf(value(self._value)))
 
     def isfinite(self) -> Tensor:
-        return _new(np.asarray(np.isfinite(value(self._value))))
+        return _const(np.isfinite(value(self._value)))
 
     def logical_not(self) -> Tensor:
-        return _new(np.asarray(np.logical_not(value(self._value))))
+        return _const(np.logical_not(value(self._value)))
 
     def logical_and(self, other: Any) -> Tensor:
         return self._compare(other, np.logical_and)

@@ -22,11 +22,12 @@ import tapegrad.numpy as tnp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _format
 from tapegrad.torch import _prims as P
+from tapegrad.torch._batched import CONTROL_FLOW, ITEM, batched_repr
 from tapegrad.torch._creation import tensor
 from tapegrad.torch._promote import _cast, _contiguous, _shape_arg
 from tapegrad.torch._tensor import OpsBase as _Base
 from tapegrad.torch._tensor import Tensor, _new, _rebuild, _result, _v
-from tapegrad.tracer import value
+from tapegrad.tracer import Traced, value
 
 
 class ConvertOps(_Base):
@@ -128,6 +129,8 @@ class ConvertOps(_Base):
     def item(self) -> Any:
         """The value of a one-element tensor as a Python number."""
         v = value(self._value)
+        if type(v) is Traced:  # inside vmap: one number per example
+            raise RuntimeError(ITEM)
         if v.size != 1:
             raise RuntimeError(f"a Tensor with {v.size} elements cannot be converted to Scalar")
         return v.item() if hasattr(v, "item") else v
@@ -239,6 +242,8 @@ class ConvertOps(_Base):
     # --- printing -----------------------------------------------------------------------------------
     def __repr__(self, *, tensor_contents: Any = None) -> str:
         v = value(self._value)
+        if type(v) is Traced:  # inside vmap
+            return batched_repr(v)
         if type(v).__module__.startswith("cupy"):
             v, dev = v.get(), "cuda:0"
         else:
@@ -253,7 +258,7 @@ class ConvertOps(_Base):
     __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
-        if self.ndim == 0:
+        if self.ndim == 0 and type(value(self._value)) is not Traced:
             return format(self.item(), spec)
         return format(repr(self), spec)
 
@@ -270,6 +275,8 @@ class ConvertOps(_Base):
 
     def __bool__(self) -> builtins.bool:
         v = value(self._value)
+        if type(v) is Traced:  # inside vmap
+            raise RuntimeError(CONTROL_FLOW)
         if v.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return builtins.bool(v.item() if hasattr(v, "item") else v)

@@ -21,6 +21,7 @@ from numpy import ndarray
 import tapegrad.numpy as tnp
 from tapegrad.numpy import primitives as tp
 from tapegrad.torch._arith import _check_bool_sub
+from tapegrad.torch._batched import check_inplace
 from tapegrad.torch._graph import (
     GT,
     FacadeEntry,
@@ -147,6 +148,7 @@ class InplaceOps(_Base):
             self._check_view_write(view)
         new = fn(v)
         if type(new) is Traced:
+            check_inplace(v, new)
             if view is not None and view[1] == "multi":
                 raise RuntimeError("A view was created in no_grad mode and is being modified inplace with grad "
                                    f"mode enabled. {MULTI_VIEW}")

@@ -16,6 +16,7 @@ import tapegrad.numpy as tnp
 from tapegrad.numpy import primitives as tp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _prims as P
+from tapegrad.torch._batched import _const
 from tapegrad.torch._graph import (
     SCALAR_TYPE,
 )
@@ -130,7 +131,7 @@ class ReductionOps(_Base):
         if not keepdim:
             vals = tnp.squeeze(vals, dim)
             idx = np.squeeze(idx, dim)
-        return _ReturnTypes(_result(vals, f"{cap}Backward0", (self,)), _new(np.asarray(idx, np.int64)), name)
+        return _ReturnTypes(_result(vals, f"{cap}Backward0", (self,)), _const(idx, np.int64), name)
 
     def max(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         return self._minmax(dim, keepdim, tnp.amax, np.argmax, "max")
@@ -147,15 +148,15 @@ class ReductionOps(_Base):
         return _result(tnp.amin(self._value, axis=d, keepdims=keepdim), "AminBackward0", (self,))
 
     def argmax(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
-        return _new(np.asarray(np.argmax(value(self._value), axis=dim, keepdims=keepdim), np.int64))
+        return _const(np.argmax(value(self._value), axis=dim, keepdims=keepdim), np.int64)
 
     def argmin(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
-        return _new(np.asarray(np.argmin(value(self._value), axis=dim, keepdims=keepdim), np.int64))
+        return _const(np.argmin(value(self._value), axis=dim, keepdims=keepdim), np.int64)
 
     def argsort(self, dim: builtins.int = -1, descending: builtins.bool = False) -> Tensor:
         v = value(self._value)
         idx = np.argsort(-v if descending else v, axis=dim, kind="stable")
-        return _new(np.asarray(idx, np.int64))
+        return _const(idx, np.int64)
 
     def sort(self, dim: builtins.int = -1, descending: builtins.bool = False) -> Any:
         idx = self.argsort(dim, descending)

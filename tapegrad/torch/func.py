@@ -1,4 +1,5 @@
-"""``torch.func``: grad, vjp, jvp, jacrev, jacfwd, hessian, thin over tapegrad's transforms.
+"""``torch.func``: grad, vjp, jvp, jacrev, jacfwd, hessian, thin over tapegrad's
+transforms; vmap (``_vmap.py``), functional_call and stack_module_state (``_stateless.py``).
 
 Tensors are unwrapped to tapegrad values at the boundary and the function
 sees tensors again inside, so the one tape does all the work.
@@ -6,33 +7,69 @@ sees tensors again inside, so the one tape does all the work.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
 import tapegrad as tg
 from tapegrad.pytree import tree_map
-from tapegrad.torch._tensor import Tensor, _result
+from tapegrad.torch._stateless import functional_call, stack_module_state
+from tapegrad.torch._tensor import Tensor
+from tapegrad.torch._vmap import _tensor_of, vmap
 
-__all__ = ["grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "vjp"]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "stack_module_state",
+           "vjp", "vmap"]
 
 
 def _raw(x: Any) -> Any:
-    return tree_map(lambda t: t._value if isinstance(t, Tensor) else t, x)
+    """Tensors to their values; dicts of any kind (OrderedDict too) to plain
+    dicts, which tapegrad's pytrees walk (they would take an OrderedDict for a leaf)."""
+    if isinstance(x, Tensor):
+        return x._value
+    if isinstance(x, dict):
+        return {k: _raw(v) for k, v in x.items()}
+    t = type(x)
+    if t is tuple or t is list:
+        return t(_raw(c) for c in x)
+    if isinstance(x, tuple) and hasattr(t, "_fields"):
+        return t(*[_raw(c) for c in x])
+    return x
 
 
-def _box(x: Any) -> Any:
-    return tree_map(lambda v: _result(v, "", ()) if hasattr(v, "shape") else v, x)
+def _box(x: Any, like: Any = None) -> Any:
+    """Values to tensors; with ``like``, each dict takes the key order and
+    the type of the matching dict of ``like`` (tapegrad's pytrees sort keys)."""
+    out = tree_map(lambda v: _tensor_of(v) if hasattr(v, "shape") else v, x)
+    return out if like is None else _restore(out, like)
 
 
-def _raw_fn(f: Callable[..., Any], has_aux: bool = False) -> Callable[..., Any]:
+def _restore(out: Any, like: Any) -> Any:
+    if isinstance(out, dict) and isinstance(like, dict) and out.keys() == like.keys():
+        d = copy.copy(like)
+        for k in like:
+            d[k] = _restore(out[k], like[k])
+        return d
+    if isinstance(out, (tuple, list)) and isinstance(like, (tuple, list)) and len(out) == len(like):
+        kids = [_restore(o, k) for o, k in zip(out, like)]
+        return type(out)(*kids) if hasattr(type(out), "_fields") else type(out)(kids)
+    return out
+
+
+def _raw_fn(f: Callable[..., Any], like: Any, has_aux: bool = False) -> Callable[..., Any]:
+    """``f`` as a function of values, called with tensors shaped like ``like`` (its arguments)."""
     def raw_f(*xs: Any) -> Any:
-        out = f(*_box(xs))
+        out = f(*_box(xs, like))
         if has_aux:
             return _raw(out[0]), _raw(out[1])
         return _raw(out)
 
     raw_f.__name__ = getattr(f, "__name__", "f")
     return raw_f
+
+
+def _picked(args: tuple[Any, ...], argnums: int | tuple[int, ...]) -> Any:
+    """The arguments ``argnums`` picks, as a gradient with respect to them is shaped."""
+    return args[argnums] if isinstance(argnums, int) else tuple(args[i] for i in argnums)
 
 
 def grad(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
@@ -42,32 +79,31 @@ def grad(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: 
         >>> torch.func.grad(lambda x: (x ** 2).sum())(torch.tensor([1.0, 2.0]))
         tensor([2., 4.])
     """
-    g = tg.grad(_raw_fn(func, has_aux), argnums, has_aux)
-
     def grad_f(*args: Any) -> Any:
-        return _box(g(*_raw(args)))
+        out = tg.grad(_raw_fn(func, args, has_aux), argnums, has_aux)(*_raw(args))
+        if has_aux:
+            return _box(out[0], _picked(args, argnums)), _box(out[1])
+        return _box(out, _picked(args, argnums))
 
     return grad_f
 
 
 def grad_and_value(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
     """Like :func:`grad`, returning ``(grad, value)``."""
-    vg = tg.value_and_grad(_raw_fn(func, has_aux), argnums, has_aux)
-
     def f(*args: Any) -> Any:
-        v, g = vg(*_raw(args))
-        return _box(g), _box(v)
+        v, g = tg.value_and_grad(_raw_fn(func, args, has_aux), argnums, has_aux)(*_raw(args))
+        return _box(g, _picked(args, argnums)), _box(v)
 
     return f
 
 
 def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     """``(func(*primals), vjp_fn)``; ``vjp_fn(ct)`` returns one tensor per primal."""
-    res = tg.vjp(_raw_fn(func, has_aux), *_raw(primals), has_aux=has_aux)
+    res = tg.vjp(_raw_fn(func, primals, has_aux), *_raw(primals), has_aux=has_aux)
     fn = res[1]
 
     def vjp_fn(ct: Any) -> tuple[Any, ...]:
-        return _box(fn(_raw(ct)))
+        return _box(fn(_raw(ct)), primals)
 
     if has_aux:
         return _box(res[0]), vjp_fn, _box(res[2])
@@ -79,7 +115,7 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, strict: bool =
     """``(func(*primals), J @ tangents)`` (forward mode)."""
     if has_aux:
         raise NotImplementedError("tapegrad.torch.func.jvp: has_aux=True is not supported yet")
-    out, t = tg.jvp(_raw_fn(func), tuple(_raw(primals)), tuple(_raw(tangents)))
+    out, t = tg.jvp(_raw_fn(func, tuple(primals)), tuple(_raw(primals)), tuple(_raw(tangents)))
     return _box(out), _box(t)
 
 
@@ -88,10 +124,9 @@ def _thin(transform: Callable[..., Any], func: Callable[..., Any], argnums: int 
     """A tapegrad Jacobian transform over a function of facade tensors."""
     if has_aux:
         raise NotImplementedError(f"tapegrad.torch.func.{who}: has_aux=True is not supported yet")
-    j = transform(_raw_fn(func), argnums)
 
     def jac(*args: Any) -> Any:
-        return _box(j(*_raw(args)))
+        return _box(transform(_raw_fn(func, args), argnums)(*_raw(args)), _picked(args, argnums))
 
     return jac
 
@@ -113,7 +148,3 @@ def jacfwd(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux
 def hessian(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
     """The Hessian, forward-over-reverse: shape ``in.shape + in.shape`` (``tapegrad.hessian``)."""
     return _thin(tg.hessian, func, argnums, "hessian")
-
-
-def vmap(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    raise NotImplementedError("tapegrad.torch.func.vmap is not implemented")

@@ -38,7 +38,7 @@ from tapegrad.torch._creation import _rng, broadcast_tensors
 from tapegrad.torch._graph import GT
 from tapegrad.torch._promote import _promote
 from tapegrad.torch._tensor import Tensor, _new, _rec, _rec1, _result
-from tapegrad.tracer import value
+from tapegrad.tracer import Traced, value
 
 __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_similarity", "cross_entropy",
@@ -236,7 +236,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         noise = np.zeros((), v.dtype)
     else:
         noise = (_rng().random(v.shape) >= p).astype(v.dtype) / (1 - p)  # each kept with probability 1 - p
-    mask = _new(array_module(v).asarray(noise))
+    mask = _new(noise if type(noise) is Traced else array_module(v).asarray(noise))  # (batched: vmap's 'different')
     return input.mul_(mask) if inplace else input * mask
 
 
@@ -470,17 +470,41 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     """
     reduction = _reduction(size_average, reduce, reduction)
     lp = input._value
-    t = np.asarray(value(target._value))
+    t = value(target._value)
     if t.dtype.kind not in "iu":
         raise RuntimeError(
             f"expected target dtype to be Long or Byte, but got {target.dtype_legacy_name()[:-6]}")
     cls_axis = 0 if lp.ndim == 1 else 1
+    if type(t) is Traced or type(value(lp)) is Traced:  # batched by vmap
+        return _result(_nll_batched(lp, t, weight, ignore_index, reduction, cls_axis), "NllLossBackward0",
+                       (input,))
+    t = np.asarray(t)
     mask = _nll_mask(lp.shape, lp.dtype, t, weight, ignore_index, reduction == "mean")
     kw = {"weights": mask, "axis": cls_axis if reduction == "none" else None}
     out = _rec1(_NLL, lp, "NllLossBackward0", input, kw)
     if out is not None:
         return out
     return _result(tp.weighted_sum(lp, **kw), "NllLossBackward0", (input,))
+
+
+def _nll_batched(lp: Any, t: Any, weight: Tensor | None, ignore_index: int, reduction: str,
+                 cls_axis: int) -> Any:
+    """``nll_loss`` of values batched by ``vmap`` (the input, the target or
+    both): the mask is built with ``tapegrad.numpy`` operations, which batch
+    (out-of-range targets are not checked: that would read the values)."""
+    c = lp.shape[cls_axis]
+    classes = np.arange(c).reshape((c,) + (1,) * (lp.ndim - cls_axis - 1))
+    hit = tnp.logical_and(tnp.equal(tnp.expand_dims(t, cls_axis), classes),
+                          tnp.expand_dims(tnp.not_equal(t, ignore_index), cls_axis))
+    mask = hit.astype(lp.dtype)
+    if weight is not None:
+        mask = mask * tnp.asarray(value(weight._value), lp.dtype).reshape(classes.shape)
+    prod = lp * mask
+    if reduction == "none":
+        return -tnp.sum(prod, axis=cls_axis)
+    if reduction == "sum":
+        return -tnp.sum(prod)
+    return -tnp.sum(prod) / tnp.sum(mask)
 
 
 def _nll_mask(shape: tuple[int, ...], dtype: Any, t: Any, weight: Tensor | None, ignore_index: int,

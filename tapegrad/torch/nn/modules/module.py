@@ -13,8 +13,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
+
 from tapegrad.torch import _dtype as D
-from tapegrad.torch._tensor import Tensor
+from tapegrad.torch._tensor import Tensor, _new
 from tapegrad.torch.grad_mode import no_grad
 from tapegrad.torch.nn.parameter import Parameter
 
@@ -58,6 +60,15 @@ def _swap_data(t: Tensor, new: Tensor) -> None:
         t.requires_grad_(True)
 
 
+def _check_not_meta(module: Module, meta: dict[str, Any]) -> None:
+    for k, t in meta.items():
+        if module._parameters.get(k) is t or module._buffers.get(k) is t:
+            raise RuntimeError(
+                f"tapegrad.torch: {type(module).__name__}'s '{k}' was moved to 'meta' and has no data "
+                "(tapegrad.torch has no meta device); call the module through "
+                "torch.func.functional_call, giving it its parameters and buffers")
+
+
 class Module:
     """Base class of all layers and models, as ``torch.nn.Module``.
 
@@ -95,6 +106,9 @@ class Module:
             f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        meta = self.__dict__.get("_meta_placeholders")
+        if meta is not None:
+            _check_not_meta(self, meta)
         return self.forward(*args, **kwargs)
 
     # --- registration ------------------------------------------------------------------------
@@ -428,6 +442,9 @@ class Module:
             else:
                 device = a
 
+        if device is not None and str(device).partition(":")[0] == "meta":
+            return self._to_meta(dtype)
+
         def convert(t: Tensor) -> Tensor:
             out = t
             if device is not None:
@@ -437,6 +454,31 @@ class Module:
             return out
 
         return self._apply(convert)
+
+    def _to_meta(self, dtype: Any) -> Module:
+        """``to('meta')``: tapegrad.torch has no meta device; the parameters
+        and buffers keep their shapes and dtypes (and Parameter objects) but
+        lose their data (zero-stride placeholders), and the module refuses to
+        run until :func:`torch.func.functional_call` gives it real tensors."""
+
+        def placeholder(t: Tensor) -> Tensor:
+            cast = dtype is not None and (t.is_floating_point() or t.is_complex())
+            dt = D.to_np(dtype if cast else t.dtype)
+            return _new(np.broadcast_to(np.zeros((), dt), tuple(t.shape)))
+
+        for m in self.modules():
+            self_meta: dict[str, Any] = {}
+            with no_grad():
+                for k, p in m._parameters.items():
+                    if p is not None:
+                        _swap_data(p, placeholder(p))
+                        p._grad = None
+                        self_meta[k] = p
+                for k, b in m._buffers.items():
+                    if b is not None:
+                        m._buffers[k] = self_meta[k] = placeholder(b)
+            m.__dict__["_meta_placeholders"] = self_meta
+        return self
 
     def double(self) -> Module:
         return self._apply(lambda t: t.double() if t.is_floating_point() else t)
