@@ -26,7 +26,8 @@ forward + backward of the same function, run in the same process):
 (d) Peak memory of one MLP step (as in (b)) at batch 4096, float64, measured
     with ``tracemalloc`` (NumPy reports its buffers to it, and Python objects
     such as tape nodes are traced too); MiB over the memory held before the
-    step.
+    step. The step runs in a new thread, so that the buffers a ``tg.jit``
+    program keeps per thread between calls are counted.
 (e) Higher order, against analytic NumPy formulas: the full Hessian of
     ``sum(tanh(A x)**2)`` at n = 300 (forward-over-reverse), the
     Hessian-vector product at n = 300, and the third derivative of tanh on
@@ -51,9 +52,23 @@ all of them alike; the table shows medians. The garbage collector stays on
 (its cost is part of what a user pays) but a collection runs, untimed,
 before every sample, and what exists before timing starts (modules, data)
 is frozen out of its sight (``gc.freeze()``). At start-up the hand-written gradients are checked
-against tapegrad's; a mismatch raises (the comparison would not be honest).
+against tapegrad's, eager and under ``tg.jit`` (its traced first call and its
+compiled later calls); a mismatch raises (the comparison would not be honest).
 Otherwise the script only reports: it exits 0 whatever the figures are, and
 an error in one case is printed in its row.
+
+``tg.jit``: cases (a), (b), (d), (e) and (h) have a second row for the same
+function compiled with ``tg.jit`` (``tg.jit(tg.value_and_grad(f))``, and
+for (h) the example's ``--jit`` step: ``value_and_grad`` and
+``tg.optimizers.adam`` compiled together). Each is timed in the same
+interleaved measurement as the eager row and the NumPy baseline, so the
+three figures of a case come from the same rounds; the compiled program is
+built during the warm-up (its trace is not timed). Its own row, "first call
+of the MLP step", times what the first call of a new ``tg.jit`` costs (trace,
+code generation, compilation and one run) for (b)'s float64 step, against an
+absolute target in milliseconds (the NumPy column is then the hand-written
+step, for scale). The (d) jit row's target is the eager row's ratio of the
+same run (the compiled step should hold no more memory than eager).
 
 If HIPS ``autograd`` or ``torch`` is importable, their figures for (a), (b)
 and (c) are added as extra columns (torch: one thread, eager autograd, same
@@ -75,6 +90,7 @@ import gc
 import platform
 import statistics
 import sys
+import threading
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -101,6 +117,9 @@ C_MUL = 1.0000001  # (c): one multiply per entry
 LAYERS = (64, 512, 512, 10)
 TARGETS = {"a": 3.0, "b": 1.0, "c": 2.0, "d": 1.0, "e": 3.0, "f": 1.2, "g": 1.2, "h": 1.1,
            "i": 1.5}  # tapegrad / numpy
+JIT_TARGETS = {"a": 1.2, "b f64": 0.85, "b f32": 1.0, "h": 1.0,  # tg.jit / numpy
+               "e hessian": 2.0, "e hvp": 1.5, "e d3": 4.0}
+FIRST_CALL_MS = 50.0  # absolute: the first call of tg.jit(value_and_grad(MLP loss)), f64
 
 
 class GradientMismatch(AssertionError):
@@ -122,13 +141,14 @@ class Settings:
     c_peer_repeats: dict[int, int]  # autograd/torch take 5-25 s to build a 1M chain
     c_warmup: int = 1  # builds of the 100k chain before timing (none for 1M)
     d_batch: int = 4096
+    first_repeats: int = 11  # first calls of a new tg.jit of the MLP step
 
     @staticmethod
     def make(quick: bool) -> Settings:
         if quick:
             return Settings(warmup=1, a_repeats=5, a_number=1, b_repeats=3, b_number=1,
                             c_sizes=(100_000,), c_repeats={100_000: 1},
-                            c_peer_repeats={100_000: 1}, c_warmup=0)
+                            c_peer_repeats={100_000: 1}, c_warmup=0, first_repeats=3)
         return Settings(warmup=3, a_repeats=41, a_number=3, b_repeats=31, b_number=2,
                         c_sizes=(100_000, 1_000_000), c_repeats={100_000: 5, 1_000_000: 3},
                         c_peer_repeats={100_000: 3, 1_000_000: 1})
@@ -299,6 +319,11 @@ def mlp_np(params: Params, X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, Pa
 
 def mlp_tg_step() -> Callable[[Params, np.ndarray, np.ndarray], tuple[Any, Params]]:
     return tg.value_and_grad(mlp_loss_tg)
+
+
+def mlp_jit_step() -> Callable[[Params, np.ndarray, np.ndarray], tuple[Any, Params]]:
+    """A new compiled step: its first call traces and compiles."""
+    return tg.jit(tg.value_and_grad(mlp_loss_tg))
 
 
 # --- (c) long chains ------------------------------------------------------------------------
@@ -547,6 +572,8 @@ class Row:
     peers: dict[str, float] = field(default_factory=dict)
     error: str = ""
     target: float | None = None  # when the row's target is not its case's
+    abs_target: float | None = None  # a target for the tapegrad figure itself (in ``unit``), not the ratio
+    note: str = ""  # printed under the table
 
     @property
     def ratio(self) -> float | None:
@@ -572,10 +599,16 @@ def render(rows: list[Row], peers: list[Peer]) -> str:
     notes: list[str] = []
     for row in rows:
         ratio = row.ratio
-        target = row.target if row.target is not None else TARGETS[row.case]
-        met = "-" if ratio is None else ("yes" if ratio <= target else "NO")
+        if row.abs_target is not None:
+            target_cell = f"<= {row.abs_target:g} {row.unit}"
+            met = "-" if row.tapegrad is None else ("yes" if row.tapegrad <= row.abs_target else "NO")
+        else:
+            target = row.target if row.target is not None else TARGETS[row.case]
+            target_cell = f"<= {target:.2f}x" if row.target is not None and row.target != round(row.target, 2) \
+                else f"<= {target:g}x"
+            met = "-" if ratio is None else ("yes" if ratio <= target else "NO")
         cells = [f"({row.case}) {row.label}", row.unit, fmt(row.numpy), fmt(row.tapegrad),
-                 "-" if ratio is None else f"{ratio:.2f}x", f"<= {target:g}x", met]
+                 "-" if ratio is None else f"{ratio:.2f}x", target_cell, met]
         for p in peers:
             v = row.peers.get(p.name)
             if v is None:
@@ -587,6 +620,8 @@ def render(rows: list[Row], peers: list[Peer]) -> str:
         lines.append(cells)
         if row.error:
             notes.append(f"({row.case}) {row.label}: {row.error}")
+        if row.note:
+            notes.append(f"({row.case}) {row.label}: {row.note}")
     widths = [max(len(r[i]) for r in [header] + lines) for i in range(len(header))]
 
     def join(cells: list[str]) -> str:
@@ -603,16 +638,32 @@ def render(rows: list[Row], peers: list[Peer]) -> str:
 # --- the cases --------------------------------------------------------------------------------
 
 
+COLD_FIRST_CALL_MS: list[float] = []  # the first tg.jit call of the process: (b)'s f64 step, at start-up
+
+
+def check_jit(what: str, fn: Callable[[], Any], want: Any, rtol: float) -> float:
+    """``fn()`` calls a ``tg.jit`` function: check its first call (the trace)
+    and a later one (the compiled program) against ``want``. Returns the
+    seconds of the first call."""
+    first = 0.0
+    for call in ("first call (trace)", "compiled"):
+        t0 = time.perf_counter()
+        got = fn()
+        first = first or time.perf_counter() - t0
+        if isinstance(want, tuple):
+            for i, (g, w) in enumerate(zip(got, want)):
+                check_close(f"{what}, jit {call}, output {i}", g, w, rtol)
+        else:
+            check_close(f"{what}, jit {call}", got, want, rtol)
+    return first
+
+
 def startup_checks(cases: set[str]) -> None:
-    """Check that the hand-written gradients equal tapegrad's (raise if not)."""
+    """Check that the hand-written gradients equal tapegrad's, eager and
+    compiled with ``tg.jit`` (raise if not). (e) checks its own, eager and jit."""
     x0 = np.linspace(0.1, 1.0, 4)
-    if "a" in cases:
-        v, g = tg.value_and_grad(chain_tg)(x0)
-        v_np, g_np = chain_np(x0)
-        check_close("(a) chain value", v, v_np, 1e-12)
-        check_close("(a) chain gradient", g, g_np, 1e-12)
-    if cases & {"b", "d"}:
-        step = mlp_tg_step()
+    if cases & {"b", "d"}:  # first: its first jit call is the process's (COLD_FIRST_CALL_MS)
+        step, step_jit = mlp_tg_step(), mlp_jit_step()
         for dtype, rtol in ((np.float64, 1e-9), (np.float32, 2e-4)):
             params = init_params(dtype, np.random.default_rng(0))
             X, Y, _ = load_batch(256, dtype)
@@ -621,6 +672,17 @@ def startup_checks(cases: set[str]) -> None:
             name = np.dtype(dtype).name
             check_close(f"(b) MLP {name} loss", loss, loss_np, rtol)
             check_close(f"(b) MLP {name} gradients", grads, grads_np, rtol)
+            first = check_jit(f"(b) MLP {name} loss and gradients", lambda: step_jit(params, X, Y),
+                              (loss_np, grads_np), rtol)
+            if dtype is np.float64:
+                COLD_FIRST_CALL_MS.append(first * 1e3)
+    if "a" in cases:
+        v, g = tg.value_and_grad(chain_tg)(x0)
+        v_np, g_np = chain_np(x0)
+        check_close("(a) chain value", v, v_np, 1e-12)
+        check_close("(a) chain gradient", g, g_np, 1e-12)
+        vg_jit = tg.jit(tg.value_and_grad(chain_tg))
+        check_jit("(a) chain value and gradient", lambda: vg_jit(x0), (v_np, g_np), 1e-12)
     if "c" in cases:
         check_close("(c) chain gradient", long_chain_grad_tg(x0, 1000),
                     long_chain_grad_np(x0, 1000), 1e-12)
@@ -637,8 +699,10 @@ def peer_mismatch(peer: Peer, what: str, got: Any, want: Any, rtol: float) -> st
 def case_a(s: Settings, peers: list[Peer]) -> list[Row]:
     x0 = np.linspace(0.1, 1.0, 4)
     vg = tg.value_and_grad(chain_tg)
+    vg_jit = tg.jit(tg.value_and_grad(chain_tg))
     samplers = {"numpy": timed(lambda: chain_np(x0), s.a_number),
-                "tapegrad": timed(lambda: vg(x0), s.a_number)}
+                "tapegrad": timed(lambda: vg(x0), s.a_number),
+                "jit": timed(lambda: vg_jit(x0), s.a_number)}
     row = Row("a", "1,000-op chain, (4,) f64, fwd+bwd", "us/op")
     want = chain_np(x0)[1]
     for p in peers:
@@ -648,20 +712,23 @@ def case_a(s: Settings, peers: list[Peer]) -> list[Row]:
     med = measure(samplers, s.a_repeats, s.warmup)
     per_op = {k: v * 1e6 / CHAIN_OPS for k, v in med.items()}
     row.numpy, row.tapegrad = per_op.pop("numpy"), per_op.pop("tapegrad")
+    jit_row = Row("a", "the same, jit", "us/op", numpy=row.numpy, tapegrad=per_op.pop("jit"),
+                  target=JIT_TARGETS["a"])
     row.peers = per_op
-    return [row]
+    return [row, jit_row]
 
 
 def case_b(s: Settings, peers: list[Peer]) -> list[Row]:
     rows = []
-    step = mlp_tg_step()
+    step, step_jit = mlp_tg_step(), mlp_jit_step()
     for dtype, rtol in ((np.float64, 1e-9), (np.float32, 2e-4)):
         name = {np.float64: "f64", np.float32: "f32"}[dtype]
         params = init_params(dtype, np.random.default_rng(0))
         X, Y, _ = load_batch(256, dtype)
         row = Row("b", f"MLP value_and_grad, batch 256, {name}", "ms/step")
         samplers = {"numpy": timed(functools.partial(mlp_np, params, X, Y), s.b_number),
-                    "tapegrad": timed(functools.partial(step, params, X, Y), s.b_number)}
+                    "tapegrad": timed(functools.partial(step, params, X, Y), s.b_number),
+                    "jit": timed(functools.partial(step_jit, params, X, Y), s.b_number)}
         want = mlp_np(params, X, Y)[1]
         for p in peers:
             run = p.mlp(params, X, Y)
@@ -669,9 +736,30 @@ def case_b(s: Settings, peers: list[Peer]) -> list[Row]:
             samplers[p.name] = timed(run, s.b_number)
         med = {k: v * 1e3 for k, v in measure(samplers, s.b_repeats, s.warmup).items()}
         row.numpy, row.tapegrad = med.pop("numpy"), med.pop("tapegrad")
+        jit_row = Row("b", f"the same, {name}, jit", "ms/step", numpy=row.numpy, tapegrad=med.pop("jit"),
+                      target=JIT_TARGETS[f"b {name}"])
         row.peers = med
-        rows.append(row)
+        rows += [row, jit_row]
+    rows.append(first_call_row(s))
     return rows
+
+
+def first_call_row(s: Settings) -> Row:
+    """What the first call of a new ``tg.jit`` of (b)'s float64 step costs: trace,
+    code generation, compilation and one run (ms), against an absolute target.
+    The NumPy column is the hand-written step of the same rounds, for scale."""
+    params = init_params(np.float64, np.random.default_rng(0))
+    X, Y, _ = load_batch(256, np.float64)
+
+    def first_call() -> Any:
+        return mlp_jit_step()(params, X, Y)
+
+    med = measure({"numpy": timed(functools.partial(mlp_np, params, X, Y)), "first call": timed(first_call)},
+                  s.first_repeats, s.warmup)
+    return Row("b", "first call of the f64 step, jit (trace + compile + run)", "ms",
+               numpy=med["numpy"] * 1e3, tapegrad=med["first call"] * 1e3, abs_target=FIRST_CALL_MS,
+               note=f"a new tg.jit each sample, in a warm process (the first one in the process, at "
+                    f"start-up, took {COLD_FIRST_CALL_MS[0]:.1f} ms)" if COLD_FIRST_CALL_MS else "")
 
 
 def case_c(s: Settings, peers: list[Peer]) -> list[Row]:
@@ -699,13 +787,21 @@ def case_c(s: Settings, peers: list[Peer]) -> list[Row]:
 
 
 def peak_mib(fn: Callable[[], Any]) -> float:
-    """Peak MiB that ``fn()`` allocates above what is held when it starts."""
-    fn()  # warm-up: first-call caches do not count
+    """Peak MiB that ``fn()`` allocates above what is held when it starts.
+
+    The measured call runs in a new thread: a ``tg.jit`` program keeps
+    buffers of its own per thread from call to call, made at its first call
+    in a thread, so they count here as they count in a training loop's
+    footprint (a warm-up call on the main thread traces and compiles).
+    """
+    fn()  # warm-up: first-call caches (and jit's trace) do not count
     gc.collect()
     tracemalloc.start()
     try:
-        result = fn()
-        del result
+        thread = threading.Thread(target=fn)
+        thread.start()
+        thread.join()
+        del thread
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -715,11 +811,14 @@ def peak_mib(fn: Callable[[], Any]) -> float:
 def case_d(s: Settings, peers: list[Peer]) -> list[Row]:
     params = init_params(np.float64, np.random.default_rng(0))
     X, Y, _ = load_batch(s.d_batch, np.float64)
-    step = mlp_tg_step()
+    step, step_jit = mlp_tg_step(), mlp_jit_step()
     row = Row("d", f"peak memory, MLP step, batch {s.d_batch:,}, f64", "MiB")
     row.numpy = peak_mib(lambda: mlp_np(params, X, Y))
     row.tapegrad = peak_mib(lambda: step(params, X, Y))
-    return [row]
+    # the target of the compiled step is eager's ratio of this run: no more memory than eager
+    jit_row = Row("d", "the same, jit (target: the eager row's ratio)", "MiB", numpy=row.numpy,
+                  tapegrad=peak_mib(lambda: step_jit(params, X, Y)), target=row.ratio)
+    return [row, jit_row]
 
 
 def case_e(s: Settings, peers: list[Peer]) -> list[Row]:
@@ -738,27 +837,37 @@ def case_e(s: Settings, peers: list[Peer]) -> list[Row]:
         t = np.tanh(A @ x)
         return 2 * (1 - t * t) ** 2 - 4 * t * t * (1 - t * t)
 
+    def hvp(x: Any, v: Any) -> Any:
+        return tg.hvp(f, (x,), (v,))[1]
+
     hess = tg.hessian(f)
     d3 = tg.elementwise_grad(tg.elementwise_grad(tg.elementwise_grad(tnp.tanh)))
+    hess_jit, hvp_jit, d3_jit = tg.jit(tg.hessian(f)), tg.jit(hvp), tg.jit(d3)
     cases = [
-        ("Hessian, n=300, sum(tanh(Ax)^2)", 3.0, lambda: A.T @ (d2(x)[:, None] * A), lambda: hess(x)),
-        ("Hessian-vector product, n=300", 2.0, lambda: A.T @ (d2(x) * (A @ v)),
-         lambda: tg.hvp(f, (x,), (v,))[1]),
-        ("third derivative of tanh, 1,000 pts", 10.0,
-         lambda: -2 * (1 - np.tanh(pts) ** 2) * (1 - 3 * np.tanh(pts) ** 2), lambda: d3(pts)),
+        ("Hessian, n=300, sum(tanh(Ax)^2)", 3.0, "hessian", lambda: A.T @ (d2(x)[:, None] * A),
+         lambda: hess(x), lambda: hess_jit(x)),
+        ("Hessian-vector product, n=300", 2.0, "hvp", lambda: A.T @ (d2(x) * (A @ v)),
+         lambda: hvp(x, v), lambda: hvp_jit(x, v)),
+        ("third derivative of tanh, 1,000 pts", 10.0, "d3",
+         lambda: -2 * (1 - np.tanh(pts) ** 2) * (1 - 3 * np.tanh(pts) ** 2), lambda: d3(pts),
+         lambda: d3_jit(pts)),
     ]
     rows = []
-    for label, target, formula, ours in cases:
-        check_close(label, ours(), formula(), 1e-9)
+    for label, target, key, formula, ours, ours_jit in cases:
+        want = formula()
+        check_close(label, ours(), want, 1e-9)
+        check_jit(label, ours_jit, want, 1e-9)  # (the jit's trace happens here, untimed)
         # enough calls per sample (~2 ms) that the untimed collection before
         # each sample does not leave microsecond-scale calls timed cold
         t0 = time.perf_counter()
         formula()
         number = max(1, int(2e-3 / max(time.perf_counter() - t0, 1e-7)))
-        t = measure({"numpy": timed(formula, number), "tapegrad": timed(ours, max(1, number // 4))},
-                    s.b_repeats, s.warmup)
+        t = measure({"numpy": timed(formula, number), "tapegrad": timed(ours, max(1, number // 4)),
+                     "jit": timed(ours_jit, max(1, number // 2))}, s.b_repeats, s.warmup)
         rows.append(Row("e", label, "ms", numpy=t["numpy"] * 1e3, tapegrad=t["tapegrad"] * 1e3,
                         target=target))
+        rows.append(Row("e", "the same, jit", "ms", numpy=t["numpy"] * 1e3, tapegrad=t["jit"] * 1e3,
+                        target=JIT_TARGETS[f"e {key}"]))
     return rows
 
 
@@ -789,8 +898,15 @@ def case_h(s: Settings, peers: list[Peer]) -> list[Row]:
     """One epoch of examples/train_digits.py in each style against hand-written NumPy."""
     import digits_bench  # benchmarks/digits_bench.py (needs scikit-learn)
 
-    return [Row("h", f"train_digits epoch, {style} style", "ms", numpy=t_np * 1e3, tapegrad=t * 1e3)
-            for style, t, t_np, _ in digits_bench.run(s.a_repeats < 10)]
+    rows = []
+    for style, t, t_np, _ in digits_bench.run(s.a_repeats < 10):
+        if style == "jit":  # the example's --jit: value_and_grad + tg.optimizers.adam, compiled
+            rows.append(Row("h", "train_digits epoch, functional style, jit", "ms", numpy=t_np * 1e3,
+                            tapegrad=t * 1e3, target=JIT_TARGETS["h"]))
+        else:
+            rows.append(Row("h", f"train_digits epoch, {style} style", "ms", numpy=t_np * 1e3,
+                            tapegrad=t * 1e3))
+    return rows
 
 
 def case_i(s: Settings, peers: list[Peer]) -> list[Row]:

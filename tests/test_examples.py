@@ -84,6 +84,26 @@ def test_tape_graphviz(tmp_path):
         assert (tmp_path / "mytape.png").exists()
 
 
+def test_train_digits_jit(tmp_path):
+    """``--jit`` compiles the functional step (value_and_grad + tg.optimizers.adam) and
+    trains as well as the eager functional style, to float32 rounding."""
+    pytest.importorskip("sklearn")
+    out = run_example("train_digits", tmp_path, "--jit")
+    m = re.search(r"held-out accuracy: ([\d.]+)% \(functional, jit\)", out)
+    assert m, out
+    assert float(m.group(1)) > 80.0
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import train_digits
+    finally:
+        sys.path.pop(0)
+    acc_e, _, hist_e = train_digits.train("functional", epochs=2, seed=3, quiet=True)
+    acc_j, _, hist_j = train_digits.train("functional", epochs=2, seed=3, quiet=True, jit=True)
+    assert abs(acc_e - acc_j) <= 0.01
+    for a, b in zip(hist_e, hist_j):
+        assert abs(a - b) <= 1e-4 * abs(a)
+
+
 def test_per_sample_grads_match_the_loop(tmp_path):
     pytest.importorskip("sklearn")
     out = run_example("per_sample_grads", tmp_path)
@@ -124,7 +144,7 @@ def test_mkdocs_build_strict(tmp_path):
     assert (tmp_path / "site" / "api" / "index.html").exists()
 
 
-DOC_PAGES = ["index.md", "tutorial.md", "coming-from.md", "extending.md", "architecture.md"]
+DOC_PAGES = ["index.md", "tutorial.md", "coming-from.md", "extending.md", "architecture.md", "jit.md"]
 
 
 @pytest.mark.parametrize("page", DOC_PAGES)
