@@ -135,8 +135,10 @@ class Jitted:
             if type(r) is Traced:
                 raise TypeError(f"jit({fun_name(self.f)}): an output is traced on a transform "
                                 "outside the jitted function")
+        program, rename = passes.simplify(trace.program, trace.values)
+        refs = [Var(rename.get(r.n, r.n)) if type(r) is Var else r for r in refs]
         out_vars = [r.n for r in refs if type(r) is Var]
-        program = passes.dead_code(trace.program, out_vars)
+        program = passes.dead_code(program, out_vars)
         plan = passes.plan_buffers(program, trace.inputs, out_vars, trace.values)
         source, namespace = generate(program, trace.inputs, refs, name=fun_name(self.f), plan=plan)
         compiled = Compiled(source, namespace, source.split("(", 1)[0][4:], out_def, program)

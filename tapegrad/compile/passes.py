@@ -156,3 +156,66 @@ def plan_buffers(program: Sequence[Any], inputs: Iterable[int], outputs: Iterabl
         for key, b in releases.pop(i, []):  # free after this instruction
             free.setdefault(key, []).append(b)
     return Plan(plan_out, buffers)
+
+
+# --- common subexpressions and identities ---------------------------------------------------------
+
+
+def _const_key(x: Any) -> Any:
+    """A key equal for constants that are interchangeable as arguments."""
+    if x is None or type(x) in (bool, int, float, complex, str):
+        return (type(x), repr(x))  # (1, 1.0, True and 0.0, -0.0 stay apart)
+    if type(x) is tuple:
+        return (tuple, tuple(_const_key(v) for v in x))
+    return ("id", id(x))
+
+
+def _is_identity_operand(c: Any, other: Any, out: Any, unit: int) -> bool:
+    """Is constant ``c`` all ``unit`` (1 for multiply, 0 for add) and the result
+    ``out`` just ``other`` (same type, shape and dtype: no broadcast, no cast)?"""
+    if type(c) is not np.ndarray or type(out) is not type(other):
+        return False
+    if getattr(out, "shape", None) != getattr(other, "shape", None) or getattr(out, "dtype", None) != getattr(other, "dtype", None):
+        return False
+    return c.size > 0 and bool(np.all(c == unit))
+
+
+def simplify(program: Sequence[Any], values: Sequence[Any]) -> tuple[Program, dict[int, int]]:
+    """Common subexpressions computed once (every function of a program is
+    pure: the same function of the same arguments gives the same result),
+    and multiplications by constant ones (the seed of a backward pass) or
+    additions of constant zeros dropped. Returns the program with later
+    uses renamed, and the renaming (for the outputs); what becomes unused
+    is left for :func:`dead_code`."""
+    rename: dict[int, int] = {}
+    seen: dict[Any, tuple[int, ...]] = {}
+    out: Program = []
+
+    def ref(a: Any) -> Any:
+        return Var(rename.get(a.n, a.n)) if type(a) is Var else a
+
+    for ins in program:
+        if type(ins) is Guard:
+            out.append(Guard(rename.get(ins.var, ins.var), ins.truth))
+            continue
+        ins = ins._replace(args=tuple(ref(a) for a in ins.args),
+                           kwargs=tuple((k, ref(v)) for k, v in ins.kwargs))
+        if not ins.multi and not ins.kwargs and len(ins.args) == 2 and ins.fn in (np.multiply, np.add):
+            unit = 1 if ins.fn is np.multiply else 0
+            a, b = ins.args
+            o = values[ins.outs[0]]
+            for c, v in ((a, b), (b, a)):
+                if type(v) is Var and type(c) is not Var and _is_identity_operand(c, values[v.n], o, unit):
+                    rename[ins.outs[0]] = v.n
+                    break
+            if ins.outs[0] in rename:
+                continue
+        key = (id(ins.fn), tuple(("v", a.n) if type(a) is Var else _const_key(a) for a in ins.args),
+               tuple((k, ("v", v.n) if type(v) is Var else _const_key(v)) for k, v in ins.kwargs))
+        if key in seen:
+            for o_new, o_old in zip(ins.outs, seen[key]):
+                rename[o_new] = o_old
+            continue
+        seen[key] = ins.outs
+        out.append(ins)
+    return out, rename
