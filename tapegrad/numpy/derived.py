@@ -428,7 +428,8 @@ matmul = w.matmul  # the primitive itself: NumPy's signature, no front-end
 
 def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     if x is None and y is None:
-        return np.where(value(condition))
+        c = value(condition)  # (a vmap's or a jit's value stays traced: np.where would come back here)
+        return w.nondiff["nonzero"](c) if type(c) is Traced else np.where(c)
     return w.where3(value(condition), x, y)
 
 
@@ -443,7 +444,11 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
 
 def angle(z: Any, deg: bool = False) -> Any:
     if not _traced(z) or not np.iscomplexobj(value(z)):
-        return np.angle(value(z), deg=deg)
+        v = value(z)
+        if type(v) is not Traced:
+            return np.angle(v, deg=deg)
+        a = w.arctan2(0, v)  # (NumPy's angle of a real value; a vmap's or a jit's value stays
+        return a * (180 / np.pi) if deg else a  # traced: np.angle would come back here)
     a = w.arctan2(w.imag(z), w.real(z))
     return a * (180 / np.pi) if deg else a
 

@@ -21,7 +21,7 @@ from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import Index
 from tapegrad.primitive import defvjp, defvjp_argnum
 from tapegrad.tape import consumable
-from tapegrad.tracer import value
+from tapegrad.tracer import Traced, value
 
 Vjp = Callable[[Any], Any]
 
@@ -71,6 +71,10 @@ def _balanced_eq(x: Any, z: Any, y: Any) -> Any:
     the result's dtype (a float64 mask would promote float32 cotangents)."""
     x, z, y = value(x), value(z), value(y)
     win = x == z
+    if type(win) is Traced:  # a vmap's or a jit's values stay traced: no NumPy array of them
+        dtype = np.result_type(z)
+        out = w.where3(win, np.ones((), dtype), np.zeros((), dtype))
+        return w.where3(win & (y == z), np.asarray(0.5, dtype), out)
     out = np.asarray(win, dtype=np.result_type(z))
     tie = win & (y == z)
     if tie.any():
@@ -405,7 +409,10 @@ defvjp(w.index_add, _vjp_index_add)
 
 def _vjp_setitem_x(ans: Any, x: Any, idx: Index, v: Any) -> Vjp:
     keep = np.ones(x.shape, dtype=bool)
-    keep[idx.key] = False
+    if idx.traced:  # (positions a jit trace computed: it records the mask)
+        keep = w.setitem(keep, idx, False)
+    else:
+        keep[idx.key] = False
     return lambda g: g * keep
 
 

@@ -24,6 +24,7 @@ from tapegrad.primitive import (
     nondifferentiable,
     primitive,
     sum_to,
+    top_tape,
 )
 from tapegrad.tracer import Traced, value
 
@@ -239,16 +240,18 @@ class Index:
     each position written at most once) or ``"int"`` (integer arrays).
     """
 
-    __slots__ = ("key", "kind", "unique")
+    __slots__ = ("key", "kind", "unique", "traced")
 
     def __init__(self, key: Any, ndim: int) -> None:
         if not isinstance(key, tuple):
             key = (key,)
         items = []
         kind = "basic"
+        traced = False
         for k in key:
             if type(k) is Traced:
                 k = value(k)
+                traced = traced or type(k) is Traced  # (a vmap's or a jit's value stays traced)
             if isinstance(k, list) or (hasattr(k, "dtype") and getattr(k, "ndim", 0) > 0):
                 if isinstance(k, list):
                     k = np.asarray(k) if len(k) else np.zeros(0, dtype=np.intp)
@@ -269,7 +272,20 @@ class Index:
             items[at : at + 1] = [slice(None)] * (ndim - used)
         self.key = tuple(items)
         self.kind = kind
-        self.unique = kind != "int" or _unique_int_index(self.key)
+        # (positions a trace computed: add.at, always right; a jit's program
+        # normalises them again on each call's values)
+        self.unique = kind != "int" or (not traced and _unique_int_index(self.key))
+        self.traced = traced
+
+
+def _by_index(prim_fn: Any, args: tuple[Any, ...]) -> Any:
+    """A call whose only traced argument is in an index's key (a constant, a
+    cotangent, indexed by positions a ``jit`` trace computed): that trace
+    records it. None when no trace takes it (a vmap's: NumPy then refuses)."""
+    tape = top_tape(args[1].key)
+    if tape is None or not tape.applies or tape.batching:
+        return None
+    return tape.apply(prim_fn.primitive, args, {})
 
 
 def _unique_int_index(key: tuple[Any, ...]) -> bool:
@@ -299,6 +315,10 @@ def _unbatched(y: Any, nb: int) -> Any:
 
 def _getitem(x: Any, index: Index, nb: int = 0) -> Any:
     """``x[index]`` on the trailing axes of ``x``; its ``nb`` leading axes are batch."""
+    if index.traced:
+        out = _by_index(getitem, (x, index, nb))
+        if out is not None:
+            return out
     if nb == 0:
         return x[index.key]
     return _unbatched(_batched_view(x, nb)[index.key], nb)
@@ -308,6 +328,10 @@ def _index_add(g: Any, index: Index, shape: tuple[int, ...], nb: int) -> Any:
     """Zeros of ``batch + shape`` with ``g`` added at ``index`` (an :class:`Index`;
     repeated positions accumulate): the transpose of ``x[index]``. ``g``'s
     ``nb`` leading axes are ``batch``."""
+    if index.traced:
+        out = _by_index(index_add, (g, index, shape, nb))
+        if out is not None:
+            return out
     xp = array_module(g)
     out = xp.zeros(g.shape[:nb] + tuple(shape), dtype=g.dtype)
     view = _batched_view(out, nb)
@@ -327,6 +351,10 @@ def _setitem(x: Any, index: Index, v: Any) -> Any:
     """A copy of ``x`` with ``v`` written at ``index`` (an :class:`Index`):
     ``x[index] = v`` without changing ``x``. The gradient to ``x`` is zero at
     ``index``; ``v`` gets the cotangent's entries at ``index``."""
+    if index.traced:
+        new = _by_index(setitem, (x, index, v))
+        if new is not None:
+            return new
     out = x.copy()
     out[index.key] = v
     return out
