@@ -23,7 +23,15 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tapegrad import tape as _tape
+from tapegrad.numpy.wrap import Index
 from tapegrad.tracer import Traced
+
+# NumPy functions (no gradient) whose result's shape depends on the values of
+# their arguments: the compiled program checks the shape it gets (a guard)
+DATA_SHAPED = frozenset("""nonzero flatnonzero argwhere unique unique_values unique_counts
+unique_inverse unique_all bincount histogram histogram_bin_edges extract compress trim_zeros
+setdiff1d intersect1d union1d setxor1d""".split())
+MASK_SHAPED = frozenset(["getitem"])  # and primitives whose result's shape a boolean index sets
 
 
 class Var(NamedTuple):
@@ -146,23 +154,133 @@ class JitTrace:
         return self.call(fun, getattr(fun, "__name__", "f"), args, kwargs)
 
     def call(self, fn: Callable[..., Any], name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
-        raw = [self.raw(a) for a in args]
-        kw = {k: self.raw(v) for k, v in kwargs.items()}
+        raw: list[Any] = []
+        refs: list[Any] = []
+        masked = False  # an index holding a traced boolean mask?
+        for a in args:
+            r, ref, by_mask = self.arg(a)
+            raw.append(r)
+            refs.append(ref)
+            masked = masked or by_mask
+        kw: dict[str, Any] = {}
+        kw_refs = []
+        for k, v in kwargs.items():
+            r, ref, by_mask = self.arg(v)
+            kw[k] = r
+            kw_refs.append((k, ref))
+            masked = masked or by_mask
         out = fn(*raw, **kw)
-        refs = tuple(self.ref(a) for a in args)
-        kw_refs = tuple((k, self.ref(v)) for k, v in kwargs.items())
         if isinstance(out, tuple):  # (np.nonzero, a packed result...)
             vals = tuple(self.new(o) for o in out)
-            self.program.append(Instr(fn, name, refs, kw_refs, tuple(var_of(v) for v in vals), True))
-            return vals
-        val = self.new(out)
-        self.program.append(Instr(fn, name, refs, kw_refs, (var_of(val),), False))
-        return val
+            outs = tuple(var_of(v) for v in vals)
+            self.program.append(Instr(fn, name, tuple(refs), tuple(kw_refs), outs, True))
+        else:
+            vals = (self.new(out),)
+            outs = (var_of(vals[0]),)
+            self.program.append(Instr(fn, name, tuple(refs), tuple(kw_refs), outs, False))
+        if name in DATA_SHAPED or masked and name in MASK_SHAPED:
+            # a shape that depends on values: the program checks it is the traced one
+            for n in outs:
+                self.check_shape(n)
+        return vals if isinstance(out, tuple) else vals[0]
+
+    def arg(self, a: Any) -> tuple[Any, Any, bool]:
+        """``(value to call with, its reference in the program, does it hold a
+        traced boolean index)`` for an argument of a call. A container or an
+        :class:`Index` holding values of this trace is rebuilt by an
+        instruction of its own (the program then reads it as one value)."""
+        t = type(a)
+        if t is Traced:
+            if a._tape is self:
+                return a._node, Var(var_of(a)), False
+            return a, a, False
+        if t is Index:
+            if not any(self.holds(k) for k in a.key):
+                return a, a, False
+            leaves: list[Traced] = []
+            key = _template(a.key, leaves, self)
+            mask = any(leaf.dtype == bool for leaf in leaves)
+            return self.pack(make_index, "index", key, leaves) + (mask,)
+        if (t is tuple or t is list or t is dict) and self.holds(a):
+            leaves = []
+            template = _template(a, leaves, self)
+            return self.pack(fill, "pack", template, leaves) + (False,)
+        return a, a, False
+
+    def holds(self, x: Any) -> bool:
+        """Does ``x`` (a value, a tuple, list or dict) hold a value of this trace?"""
+        t = type(x)
+        if t is Traced:
+            return x._tape is self
+        if t is tuple or t is list:
+            return any(self.holds(v) for v in x)
+        if t is dict:
+            return any(self.holds(v) for v in x.values())
+        return False
+
+    def pack(self, fn: Callable[..., Any], name: str, template: Any, leaves: list[Traced]) -> tuple[Any, Var]:
+        """``fn(template, *leaves)`` as an instruction: its value, and its Var."""
+        concrete = fn(template, *[leaf._node for leaf in leaves])
+        n = len(self.values)
+        self.values.append(concrete)
+        args = (template, *[Var(var_of(leaf)) for leaf in leaves])
+        self.program.append(Instr(fn, name, args, (), (n,), False))
+        return concrete, Var(n)
+
+    def check_shape(self, n: int) -> None:
+        """Guard: ``v<n>`` has the shape it has now."""
+        shape = tuple(self.values[n].shape)
+        m = len(self.values)
+        self.values.append(True)
+        self.program.append(Instr(shape_is, "shape_is", (Var(n), shape), (), (m,), False))
+        self.program.append(Guard(m, True))
 
     def guard(self, var: int) -> bool:
         truth = bool(self.values[var])
         self.program.append(Guard(var, truth))
         return truth
+
+
+class Slot(NamedTuple):
+    """Where the ``i``-th traced value goes in a rebuilt container (see :func:`fill`)."""
+
+    i: int
+
+
+def _template(x: Any, leaves: list[Traced], trace: JitTrace) -> Any:
+    """``x`` with each value of ``trace`` replaced by a :class:`Slot` (collected in ``leaves``)."""
+    t = type(x)
+    if t is Traced and x._tape is trace:
+        leaves.append(x)
+        return Slot(len(leaves) - 1)
+    if t is tuple or t is list:
+        return t(_template(v, leaves, trace) for v in x)
+    if t is dict:
+        return {k: _template(v, leaves, trace) for k, v in x.items()}
+    return x
+
+
+def fill(template: Any, *leaves: Any) -> Any:
+    """``template`` with each :class:`Slot` replaced by its value (a container's rebuild)."""
+    t = type(template)
+    if t is Slot:
+        return leaves[template.i]
+    if t is tuple or t is list:
+        return t(fill(v, *leaves) for v in template)
+    if t is dict:
+        return {k: fill(v, *leaves) for k, v in template.items()}
+    return template
+
+
+def make_index(key: tuple[Any, ...], *leaves: Any) -> Index:
+    """The :class:`Index` of ``key`` with its traced parts filled in (normalised
+    again on the values of this call: whether an integer index repeats is
+    read from them)."""
+    return Index(fill(key, *leaves), len(key))
+
+
+def shape_is(x: Any, shape: tuple[int, ...]) -> bool:
+    return tuple(x.shape) == shape
 
 
 def var_of(x: Traced) -> int:
