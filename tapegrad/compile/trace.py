@@ -31,6 +31,12 @@ from tapegrad.tracer import Traced
 DATA_SHAPED = frozenset("""nonzero flatnonzero argwhere unique unique_values unique_counts
 unique_inverse unique_all bincount histogram histogram_bin_edges extract compress trim_zeros
 setdiff1d intersect1d union1d setxor1d""".split())
+PYTHON_NUMBERS = (bool, int, float, complex)
+# the ufuncs behind Python's operators: on Python numbers alone, eager code
+# computes a Python number (weakly typed: ``x32 * (lr * 0.5)`` stays float32)
+OPERATORS = frozenset([np.add, np.subtract, np.multiply, np.true_divide, np.floor_divide,
+                       np.remainder, np.power, np.negative, np.positive, np.absolute, np.greater,
+                       np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal])
 MASK_SHAPED = frozenset(["getitem"])  # and primitives whose result's shape a boolean index sets
 
 
@@ -105,6 +111,9 @@ class JitTrace:
         self.values: list[Any] = []  # the concrete array of each Var
         self.program: list[Instr | Guard] = []
         self.inputs: list[int] = []
+        # Vars holding a Python number (an argument, Python arithmetic on arguments) -> the
+        # Var of it as a 0-d array, once one is needed (None before)
+        self.weak: dict[int, int | None] = {}
 
     def __enter__(self) -> JitTrace:
         tapes = _tape._stack.tapes
@@ -122,18 +131,33 @@ class JitTrace:
         self.active = False
 
     # --- values -------------------------------------------------------------------------
-    def new(self, arr: Any) -> Traced:
-        """A traced value of this level whose array is ``arr`` (a new Var)."""
-        if not hasattr(arr, "dtype"):
-            arr = np.asarray(arr)
+    def new(self, arr: Any, weak: bool = False) -> Traced:
+        """A traced value of this level whose array is ``arr`` (a new Var);
+        ``weak``: ``arr`` is a Python number, and stays one."""
         n = len(self.values)
+        if weak:
+            self.weak[n] = None
+            a = np.asarray(arr)
+        else:
+            a = arr = arr if hasattr(arr, "dtype") else np.asarray(arr)
         self.values.append(arr)
-        return Traced(Traced(Sym(tuple(arr.shape), arr.dtype, n, self), self, arr), self, arr)
+        return Traced(Traced(Sym(tuple(a.shape), a.dtype, n, self), self, arr), self, arr)
 
-    def input(self, arr: Any) -> Traced:
-        t = self.new(arr)
+    def input(self, x: Any) -> Traced:
+        """An argument of the traced function (an array, or a Python number,
+        which NumPy's promotion treats as weakly typed, as in eager code)."""
+        t = self.new(x, weak=type(x) in PYTHON_NUMBERS)
         self.inputs.append(var_of(t))
         return t
+
+    def strong(self, n: int) -> tuple[Any, Var]:
+        """The Python number of weak Var ``n`` as a 0-d array (made once)."""
+        m = self.weak[n]
+        if m is None:
+            m = self.weak[n] = len(self.values)
+            self.values.append(np.asarray(self.values[n]))
+            self.program.append(Instr(np.asarray, "asarray", (Var(n),), (), (m,), False))
+        return self.values[m], Var(m)
 
     def ref(self, x: Any) -> Any:
         """``x`` as an argument of an instruction: a Var, or a constant."""
@@ -157,8 +181,16 @@ class JitTrace:
         raw: list[Any] = []
         refs: list[Any] = []
         masked = False  # an index holding a traced boolean mask?
-        for a in args:
+        weak = self.weak
+        numbers = fn in OPERATORS and not kwargs  # Python arithmetic on Python numbers?
+        for i, a in enumerate(args):
             r, ref, by_mask = self.arg(a)
+            if type(ref) is Var and ref.n in weak:
+                if i == 0 and not isinstance(fn, np.ufunc):  # (the array a function reads)
+                    r, ref = self.strong(ref.n)
+                    numbers = False
+            elif type(ref) not in PYTHON_NUMBERS:
+                numbers = False
             raw.append(r)
             refs.append(ref)
             masked = masked or by_mask
@@ -182,7 +214,14 @@ class JitTrace:
             # a shape that depends on values: the program checks it is the traced one
             for n in outs:
                 self.check_shape(n)
-        return vals if isinstance(out, tuple) else vals[0]
+        if isinstance(out, tuple):
+            return vals
+        if numbers and np.ndim(out) == 0:  # as eager: a Python number
+            val = self.new(python_number(out), weak=True)
+            self.program.append(Instr(python_number, "python_number", (Var(outs[0]),), (),
+                                      (var_of(val),), False))
+            return val
+        return vals[0]
 
     def arg(self, a: Any) -> tuple[Any, Any, bool]:
         """``(value to call with, its reference in the program, does it hold a
@@ -277,6 +316,11 @@ def make_index(key: tuple[Any, ...], *leaves: Any) -> Index:
     again on the values of this call: whether an integer index repeats is
     read from them)."""
     return Index(fill(key, *leaves), len(key))
+
+
+def python_number(x: Any) -> Any:
+    """A NumPy scalar (or 0-d array) as the Python number it holds."""
+    return x.item()
 
 
 def shape_is(x: Any, shape: tuple[int, ...]) -> bool:
