@@ -1,0 +1,686 @@
+"""``tg.jit`` (SPEC section 8): caching, static arguments, guards, ownership of
+results, pytrees, composition with every transform, a compiled training step,
+the generated source, errors."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.numpy as tnp
+from tapegrad.compile.jit import MAX_VARIANTS
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def _close(got, want, rtol=1e-12, atol=1e-12):
+    g_leaves, g_def = tg.tree_flatten(got)
+    w_leaves, w_def = tg.tree_flatten(want)
+    assert g_def == w_def, (g_def, w_def)
+    for g, w in zip(g_leaves, w_leaves):
+        assert type(g) is not tg.tracer.Traced
+        assert np.shape(g) == np.shape(w)
+        assert np.result_type(g) == np.result_type(w)
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+
+
+def _counted(f):
+    """``f`` and a list that gets one entry per call of ``f`` (per trace, under jit)."""
+    calls = []
+
+    def g(*args, **kwargs):
+        calls.append(1)
+        return f(*args, **kwargs)
+
+    g.__name__ = getattr(f, "__name__", "g")
+    return g, calls
+
+
+# --- caching ---------------------------------------------------------------------------------
+
+
+def test_same_signature_runs_the_compiled_program():
+    f, calls = _counted(lambda x, y: tnp.sin(x) * y + 1.0)
+    jf = tg.jit(f)
+    rng = _rng()
+    for _ in range(4):
+        x, y = rng.standard_normal(5), rng.standard_normal(5)
+        _close(jf(x, y), np.sin(x) * y + 1.0)
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("change", ["shape", "dtype", "structure", "rank", "python_type"])
+def test_a_new_signature_traces_again(change):
+    def h(t):
+        return tnp.sum(t[0] * 2.0) + tnp.sum(t[-1])
+
+    f, calls = _counted(h)
+    jf = tg.jit(f)
+    x = np.arange(3.0)
+    first = (x, x)
+    other = {"shape": (np.arange(4.0), x), "dtype": (x.astype(np.float32), x),
+             "structure": (x, x, x), "rank": (x[None], x), "python_type": [x, x]}[change]
+    jf(first)
+    jf(first)
+    assert len(calls) == 1
+    got = jf(other)
+    assert len(calls) == 2
+    _close(got, h(other))
+    _close(jf(first), h(first))  # the first program is still cached
+    jf(other)
+    assert len(calls) == 2
+
+
+def test_python_scalars_are_keyed_by_type_not_value():
+    f, calls = _counted(lambda x, a: x * a)
+    jf = tg.jit(f)
+    x = np.arange(3.0)
+    _close(jf(x, 2.0), x * 2.0)
+    _close(jf(x, 3.5), x * 3.5)  # another float: the same program
+    assert len(calls) == 1
+    _close(jf(x, 2), x * 2)  # an int: a new signature
+    assert len(calls) == 2
+
+
+def test_keyword_arguments_are_traced_too():
+    f, calls = _counted(lambda x, *, scale: x * scale)
+    jf = tg.jit(f)
+    x = np.arange(3.0)
+    _close(jf(x, scale=np.float64(2.0)), x * 2.0)
+    _close(jf(x, scale=np.float64(5.0)), x * 5.0)
+    assert len(calls) == 1
+
+
+# --- static arguments ------------------------------------------------------------------------
+
+
+def test_static_argnums_are_passed_as_they_are_and_keyed_by_value():
+    seen = []
+
+    def f(x, n, mode):
+        seen.append((type(n), mode))
+        out = x
+        for _ in range(n):  # a Python loop bound: needs a plain int
+            out = tnp.sin(out)
+        return out * 2.0 if mode == "double" else out
+
+    jf = tg.jit(f, static_argnums=(1, -1))
+    x = np.linspace(-1, 1, 4)
+    _close(jf(x, 3, "double"), np.sin(np.sin(np.sin(x))) * 2.0)
+    _close(jf(x + 1, 3, "double"), np.sin(np.sin(np.sin(x + 1))) * 2.0)
+    assert seen == [(int, "double")]
+    _close(jf(x, 2, "double"), np.sin(np.sin(x)) * 2.0)
+    _close(jf(x, 2, "plain"), np.sin(np.sin(x)))
+    assert len(seen) == 3
+
+
+def test_static_argnums_int_and_negative():
+    f, calls = _counted(lambda x, k: x ** k)
+    for nums in (1, -1, (1,)):
+        jf = tg.jit(f, static_argnums=nums)
+        _close(jf(np.arange(3.0), 2), np.arange(3.0) ** 2)
+        _close(jf(np.arange(3.0), 3), np.arange(3.0) ** 3)
+    assert len(calls) == 6
+
+
+def test_static_argnames():
+    seen = []
+
+    def f(x, *, axis, keep=False):
+        seen.append(axis)
+        return tnp.sum(x, axis=axis, keepdims=keep)
+
+    jf = tg.jit(f, static_argnames=("axis", "keep"))
+    x = np.arange(6.0).reshape(2, 3)
+    _close(jf(x, axis=0), x.sum(0))
+    _close(jf(x * 2, axis=0), (x * 2).sum(0))
+    _close(jf(x, axis=1, keep=True), x.sum(1, keepdims=True))
+    assert seen == [0, 1]
+    jg = tg.jit(f, static_argnames="axis")  # one name as a string
+    _close(jg(x, axis=-1), x.sum(-1))
+
+
+def test_unhashable_static_argument_is_a_type_error():
+    jf = tg.jit(lambda x, axes: tnp.sum(x, axis=tuple(axes)), static_argnums=1)
+    with pytest.raises(TypeError, match="static arguments must be hashable"):
+        jf(np.ones((2, 2)), [0, 1])
+    jg = tg.jit(lambda x, axes=(0,): x, static_argnames="axes")
+    with pytest.raises(TypeError, match="hashable"):
+        jg(np.ones(2), axes=[0])
+
+
+# --- guards: Python control flow on values -----------------------------------------------------
+
+
+def test_if_on_a_value_is_a_guard_and_the_other_path_is_compiled_too():
+    def f(x):
+        if tnp.sum(x) > 0:
+            return x * 2.0
+        return tnp.sin(x)
+
+    f, calls = _counted(f)
+    jf = tg.jit(f)
+    pos, neg = np.arange(1.0, 4.0), -np.arange(1.0, 4.0)
+    _close(jf(pos), pos * 2.0)
+    _close(jf(neg), np.sin(neg))  # the guard fails: the other path is traced
+    assert len(calls) == 2
+    for _ in range(3):  # both paths are compiled now
+        _close(jf(pos + 1), (pos + 1) * 2.0)
+        _close(jf(neg - 1), np.sin(neg - 1))
+    assert len(calls) == 2
+
+
+def test_while_loop_on_a_value():
+    def newton_sqrt(a):
+        y = a
+        while tnp.max(tnp.abs(y * y - a)) > 1e-12:
+            y = 0.5 * (y + a / y)
+        return y
+
+    f, calls = _counted(newton_sqrt)
+    jf = tg.jit(f)
+    a = np.array([2.0, 3.0, 5.0])
+    for b in (a, a + 1e-3, a * 1.0001, a, np.array([400.0, 3.0, 5.0]), a + 1e-3):
+        _close(jf(b), newton_sqrt(b), rtol=1e-12, atol=0)
+    # nearby values take as many iterations (one program); 400 takes more (another)
+    assert len(calls) == 2
+
+
+def test_bool_of_a_traced_value_and_comparisons_of_shapes():
+    def f(x):
+        out = x
+        if bool(tnp.all(x > 0)):
+            out = tnp.log(x)
+        if x.shape[0] > 2:  # static: no guard
+            out = out + 1.0
+        return out
+
+    jf = tg.jit(f)
+    x = np.array([1.0, 2.0, 3.0])
+    _close(jf(x), np.log(x) + 1.0)
+    _close(jf(-x), -x + 1.0)
+    _close(jf(x[:2]), np.log(x[:2]))
+    assert "_fail" in jf.lower(x).as_text()
+
+
+def test_after_max_variants_it_warns_once_and_runs_eagerly():
+    def f(x):
+        k = 0
+        while x[k] < 0:  # one path per position of the first non-negative entry
+            k += 1
+        return x * k
+
+    f, calls = _counted(f)
+    jf = tg.jit(f)
+    n = MAX_VARIANTS + 4
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for k in range(n):
+            x = np.ones(n)
+            x[:k] = -1.0
+            _close(jf(x), x * k)
+        x = np.ones(n)
+        x[:3] = -1.0
+        _close(jf(x), x * 3)  # a compiled variant still matches
+    msgs = [str(w.message) for w in caught if "variants" in str(w.message)]
+    assert len(msgs) == 1 and f"{MAX_VARIANTS} compiled variants" in msgs[0]
+    assert len(calls) == n  # 8 traces, then 4 eager calls; the last call ran compiled
+    assert MAX_VARIANTS == 8
+
+
+def test_float_and_int_of_a_traced_value_raise_type_error():
+    x = np.arange(3.0)
+    for conv in (float, int, complex, lambda v: v.item(), lambda v: range(v),
+                 lambda v: np.asarray(v), lambda v: v.tolist()):
+        with pytest.raises(TypeError, match="tapegrad"):
+            tg.jit(lambda v, conv=conv: conv(tnp.sum(v)))(x)
+    assert not tg.tape._stack.tapes  # the failed traces left nothing behind
+    _close(tg.jit(lambda v: tnp.sum(v) * 2)(x), np.float64(6.0))
+
+
+def test_side_effects_happen_when_tracing_only():
+    log = []
+
+    def f(x):
+        log.append(x.shape)
+        print("tracing", x.shape)
+        return x + 1.0
+
+    jf = tg.jit(f)
+    for _ in range(3):
+        jf(np.zeros(2))
+    assert log == [(2,)]
+    jf(np.zeros(3))
+    assert log == [(2,), (3,)]
+
+
+# --- ownership: results and inputs -------------------------------------------------------------
+
+
+def test_returned_arrays_belong_to_the_caller():
+    W = _rng().standard_normal((4, 4))
+
+    def f(x):
+        h = tnp.tanh(x @ W)
+        return h, tnp.sum(h * h), x * 2.0, W  # W: a constant output
+
+    jf = tg.jit(f)
+    x1, x2 = _rng(1).standard_normal(4), _rng(2).standard_normal(4)
+    want1, want2 = f(x1), f(x2)
+    first = jf(x1)
+    kept = [np.array(a, copy=True) for a in first]
+    second = jf(x2)
+    for a, k in zip(first, kept):  # a later call changed nothing the first returned
+        np.testing.assert_array_equal(a, k)
+    _close(second, want2)
+    for k in (0, 2):  # mutate what came back; the next calls are unaffected
+        second[k][...] = 1e6
+    second[3][...] = 0.0  # the constant too (a copy)
+    np.testing.assert_array_equal(W, want1[3])
+    _close(jf(x1), want1)
+    _close(jf(x2), want2)
+    third, fourth = jf(x2), jf(x2)
+    assert not any(np.shares_memory(a, b) for a in third for b in fourth if isinstance(a, np.ndarray))
+
+
+def test_results_of_grad_are_not_overwritten_by_later_calls():
+    loss = lambda w, x: tnp.sum(tnp.tanh(x @ w) ** 2)  # noqa: E731
+    step = tg.jit(tg.value_and_grad(loss))
+    rng = _rng()
+    w, xs = rng.standard_normal((3, 2)), [rng.standard_normal((5, 3)) for _ in range(4)]
+    outs = [step(w, x) for x in xs]
+    for (v, g), x in zip(outs, xs):
+        _close((v, g), tg.value_and_grad(loss)(w, x))
+
+
+def test_inputs_are_never_modified():
+    def f(x, d):  # in-place updates of traced values are functional: the caller's arrays stay
+        x[0] = 100.0
+        x += d["b"]
+        z = d["a"]
+        z *= 2.0
+        z[1:] = tnp.sin(x[1:])
+        return x, z
+
+    def want(x, d):
+        x, a = x.copy(), d["a"].copy()
+        x[0] = 100.0
+        x += d["b"]
+        a *= 2.0
+        a[1:] = np.sin(x[1:])
+        return x, a
+
+    jf = tg.jit(f)
+    g = tg.jit(tg.grad(lambda x, d: tnp.sum(f(x, d)[0] * f(x, d)[1]), argnums=(0, 1)))
+    rng = _rng()
+    for _ in range(3):
+        x, d = rng.standard_normal(3), {"a": rng.standard_normal(3), "b": rng.standard_normal(3)}
+        copies = (x.copy(), {k: v.copy() for k, v in d.items()})
+        _close(jf(x, d), want(x, d))
+        np.testing.assert_array_equal(x, copies[0])
+        _close(g(x, d), tg.grad(lambda x, d: tnp.sum(f(x, d)[0] * f(x, d)[1]), argnums=(0, 1))(x, d))
+        np.testing.assert_array_equal(x, copies[0])
+        for k in d:
+            np.testing.assert_array_equal(d[k], copies[1][k])
+
+
+def test_outputs_that_are_inputs_or_constants():
+    c = np.arange(3.0)
+    jf = tg.jit(lambda x, y: (x, c, 2.5, "s", None, y.shape, x.dtype))
+    x, y = np.ones(2), np.zeros((2, 3))
+    for _ in range(2):
+        out = jf(x, y)
+        np.testing.assert_array_equal(out[0], x)
+        np.testing.assert_array_equal(out[1], c)
+        assert out[2:] == (2.5, "s", None, (2, 3), np.dtype(np.float64))
+    out[1][0] = 99.0
+    assert c[0] == 0.0
+    np.testing.assert_array_equal(jf(x, y)[1], np.arange(3.0))
+
+
+# --- pytrees, scalars, dtypes ------------------------------------------------------------------
+
+
+def test_pytree_inputs_and_outputs():
+    def f(params, batch):
+        w, b = params["w"], params["b"]
+        out = batch[0] @ w + b
+        return {"out": out, "aux": (tnp.sum(out), None), "list": [w.T, batch[1]]}
+
+    jf = tg.jit(f)
+    rng = _rng()
+    params = {"w": rng.standard_normal((3, 2)), "b": rng.standard_normal(2)}
+    for _ in range(2):
+        batch = (rng.standard_normal((4, 3)), rng.standard_normal(4))
+        got = jf(params, batch)
+        _close(got, f(params, batch))
+        assert got["aux"][1] is None and isinstance(got["list"], list)
+
+
+def test_none_and_namedtuple_inputs():
+    from collections import namedtuple
+
+    P = namedtuple("P", "a b")
+    jf = tg.jit(lambda p, nothing: P(p.a * 2.0, p.b if nothing is None else None))
+    p = P(np.arange(2.0), np.ones(3))
+    got = jf(p, None)
+    assert type(got) is P
+    _close(got, P(np.arange(2.0) * 2.0, np.ones(3)))
+
+
+def test_python_scalar_inputs():
+    f, calls = _counted(lambda x, a, n, flag: x * a + n if flag else x - a)
+    jf = tg.jit(f)
+    x = np.arange(3.0)
+    _close(jf(x, 2.0, 3, True), x * 2.0 + 3)
+    _close(jf(x, 0.5, 7, True), x * 0.5 + 7)
+    _close(jf(x, 0.5, 7, False), x - 0.5)  # bool(flag) is a guard
+    assert len(calls) == 2
+    got = tg.jit(lambda a: a * 2.0)(3.0)
+    assert np.result_type(got) == np.float64 and got == 6.0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64])
+def test_dtypes_are_kept(dtype):
+    rng = _rng()
+    w = rng.standard_normal((3, 3)).astype(dtype)
+    x = rng.standard_normal(3).astype(dtype)
+    f = lambda w, x: tnp.sum(tnp.abs(tnp.tanh(w @ x)) ** 2)  # noqa: E731
+    v, g = tg.jit(tg.value_and_grad(f, argnums=(0, 1)))(w, x)
+    v0, g0 = tg.value_and_grad(f, argnums=(0, 1))(w, x)
+    assert np.result_type(v) == np.result_type(v0)
+    assert [a.dtype for a in g] == [dtype, dtype]
+    tol = 1e-5 if dtype != np.float64 else 1e-12
+    _close((v, g), (v0, g0), rtol=tol, atol=tol)
+
+
+def test_integer_and_bool_inputs():
+    jf = tg.jit(lambda x, i, m: tnp.where(m, x[i], 0.0))
+    x = np.arange(5.0)
+    for i in (np.array([0, 3]), np.array([4, 4])):
+        for m in (np.array([True, False]), np.array([False, True])):
+            _close(jf(x, i, m), np.where(m, x[i], 0.0))
+
+
+# --- composition with the transforms ----------------------------------------------------------
+
+
+def _mlp_params(rng, sizes=(4, 8, 3), dtype=np.float64):
+    return [{"w": (rng.standard_normal((m, n)) / np.sqrt(m)).astype(dtype), "b": np.zeros(n, dtype)}
+            for m, n in zip(sizes[:-1], sizes[1:])]
+
+
+def _mlp_loss(params, x, y):
+    h = x
+    for i, layer in enumerate(params):
+        h = h @ layer["w"] + layer["b"]
+        if i < len(params) - 1:
+            h = tnp.tanh(h)
+    logp = h - tg.scipy.special.logsumexp(h, axis=-1, keepdims=True) if hasattr(tg, "scipy") else h
+    return -tnp.mean(tnp.sum(logp * y, axis=-1))
+
+
+def _data(rng, n=16, d=4, k=3):
+    x = rng.standard_normal((n, d))
+    y = np.eye(k)[rng.integers(0, k, n)]
+    return x, y
+
+
+def test_jit_of_value_and_grad_of_an_mlp():
+    rng = _rng()
+    params = _mlp_params(rng)
+    f, calls = _counted(_mlp_loss)
+    step = tg.jit(tg.value_and_grad(f))
+    for _ in range(3):
+        x, y = _data(rng)
+        _close(step(params, x, y), tg.value_and_grad(_mlp_loss)(params, x, y))
+    assert len(calls) == 1
+
+
+def test_grad_of_jit():
+    f = tg.jit(lambda x: tnp.sum(tnp.sin(x) ** 2))
+    x = np.linspace(-1, 1, 5)
+    _close(tg.grad(f)(x), 2 * np.sin(x) * np.cos(x))
+    _close(f(x), np.sum(np.sin(x) ** 2))
+    _close(tg.grad(tg.grad(lambda s: tg.jit(lambda u: tnp.sin(u) * s)(s)))(0.3), -np.sin(0.3) * 0.3 + 2 * np.cos(0.3))
+
+
+def test_jit_of_grad_of_grad():
+    f = lambda x: tnp.sin(x) * x ** 3  # noqa: E731
+    jf = tg.jit(tg.grad(tg.grad(f)))
+    for x in (0.3, 1.7, -2.0):
+        _close(jf(x), tg.grad(tg.grad(f))(x))
+    d3 = tg.jit(tg.grad(tg.grad(tg.grad(f))))
+    _close(d3(0.4), tg.grad(tg.grad(tg.grad(f)))(0.4))
+
+
+def test_jit_of_hessian_hvp_jacfwd_jacrev():
+    f = lambda x: tnp.sum(tnp.tanh(x) ** 3) + tnp.prod(x)  # noqa: E731
+    g = lambda x: tnp.sin(x) * tnp.sum(x ** 2)  # noqa: E731
+    rng = _rng()
+    for _ in range(2):
+        x, v = rng.standard_normal(4), rng.standard_normal(4)
+        _close(tg.jit(tg.hessian(f))(x), tg.hessian(f)(x))
+        _close(tg.jit(lambda x, v: tg.hvp(f, (x,), (v,)))(x, v), tg.hvp(f, (x,), (v,)))
+        _close(tg.jit(tg.jacfwd(g))(x), tg.jacfwd(g)(x))
+        _close(tg.jit(tg.jacrev(g))(x), tg.jacrev(g)(x))
+        _close(tg.jit(tg.jacfwd(tg.jacrev(f)))(x), tg.hessian(f)(x), rtol=1e-10)
+        _close(tg.jit(lambda x, v: tg.jvp(g, (x,), (v,)))(x, v), tg.jvp(g, (x,), (v,)))
+        out, vjp_fn = tg.vjp(g, x)
+        _close(tg.jit(lambda x, u: tg.vjp(g, x)[1](u))(x, v), vjp_fn(v))
+
+
+def test_jit_and_vmap_in_both_orders():
+    f = lambda x, w: tnp.tanh(x @ w).sum()  # noqa: E731
+    rng = _rng()
+    X, w = rng.standard_normal((5, 3)), rng.standard_normal((3, 2))
+    want = np.array([np.tanh(x @ w).sum() for x in X])
+    _close(tg.jit(tg.vmap(f, in_axes=(0, None)))(X, w), want)
+    _close(tg.vmap(tg.jit(f), in_axes=(0, None))(X, w), want)
+    _close(tg.vmap(tg.jit(tg.vmap(f, in_axes=(0, None))), in_axes=(None, 0))(X, np.stack([w, 2 * w])),
+           np.stack([want, np.array([np.tanh(x @ (2 * w)).sum() for x in X])]))
+
+
+def test_per_example_gradients_jit_of_vmap_of_grad():
+    def loss(w, x, y):
+        return (tnp.dot(x, w) - y) ** 2
+
+    rng = _rng()
+    w, X, Y = rng.standard_normal(3), rng.standard_normal((6, 3)), rng.standard_normal(6)
+    per_example = tg.jit(tg.vmap(tg.grad(loss), in_axes=(None, 0, 0)))
+    want = np.stack([tg.grad(loss)(w, x, y) for x, y in zip(X, Y)])
+    _close(per_example(w, X, Y), want)
+    _close(per_example(w + 1, X, Y), np.stack([tg.grad(loss)(w + 1, x, y) for x, y in zip(X, Y)]))
+
+
+def test_custom_vjp_custom_jvp_and_checkpoint_inside_jit():
+    @tg.custom_vjp
+    def clip_gradient(x):
+        return x
+
+    clip_gradient.defvjp(lambda x: (x, None), lambda res, g: (tnp.clip(g, -0.1, 0.1),))
+
+    @tg.custom_jvp
+    def softplus(x):
+        return tnp.log1p(tnp.exp(x))
+
+    @softplus.defjvp
+    def _softplus_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return softplus(x), t / (1 + tnp.exp(-x))
+
+    def f(x):
+        h = tg.checkpoint(lambda u: tnp.sin(u) * u)(x)
+        return tnp.sum(clip_gradient(h) ** 2 + softplus(x) ** 2)
+
+    x = np.linspace(-1.5, 1.5, 5)
+    _close(tg.jit(f)(x), f(x))
+    _close(tg.jit(tg.grad(f))(x), tg.grad(f)(x))
+    _close(tg.jit(tg.grad(f))(x * 0.5), tg.grad(f)(x * 0.5))
+    _close(tg.jit(lambda x, t: tg.jvp(softplus, (x,), (t,)))(x, x), tg.jvp(softplus, (x,), (x,)))
+    _close(tg.jit(tg.grad(lambda x: tnp.sum(softplus(x) * softplus(x))))(x),
+           tg.grad(lambda x: tnp.sum(softplus(x) * softplus(x)))(x))
+
+
+@pytest.mark.parametrize("name", ["adam", "sgd", "rmsprop"])
+def test_a_whole_training_step_compiled_as_one_program(name):
+    opt = {"adam": lambda: tg.optimizers.adam(0.05),
+           "sgd": lambda: tg.optimizers.sgd(0.1, momentum=0.9),
+           "rmsprop": lambda: tg.optimizers.rmsprop(0.01, momentum=0.5, centered=True)}[name]()
+
+    def train_step(params, state, x, y):
+        loss, grads = tg.value_and_grad(_mlp_loss)(params, x, y)
+        params, state = opt.update(grads, state, params)
+        return params, state, loss
+
+    f, calls = _counted(train_step)
+    step = tg.jit(f)
+    rng = _rng()
+    params = _mlp_params(rng)
+    state = opt.init(params)
+    p_eager, s_eager = params, state
+    losses = []
+    for _ in range(5):
+        x, y = _data(rng)
+        params, state, loss = step(params, state, x, y)
+        p_eager, s_eager, loss_eager = train_step(p_eager, s_eager, x, y)
+        _close((params, state, loss), (p_eager, s_eager, loss_eager), rtol=1e-11, atol=1e-12)
+        losses.append(loss)
+    assert len(calls) == 1
+    assert int(state.step) == 5
+
+
+def test_training_step_in_float32_stays_float32():
+    opt = tg.optimizers.adam(0.01)
+
+    @tg.jit
+    def step(params, state, x, y):
+        grads = tg.grad(_mlp_loss)(params, x, y)
+        return opt.update(grads, state, params)
+
+    rng = _rng()
+    params = _mlp_params(rng, dtype=np.float32)
+    state = opt.init(params)
+    x, y = (a.astype(np.float32) for a in _data(rng))
+    for _ in range(2):
+        params, state = step(params, state, x, y)
+    assert all(leaf.dtype == np.float32 for leaf in tg.tree_flatten((params, state.exp_avg))[0])
+
+
+def test_first_call_of_a_training_step_is_fast():
+    opt = tg.optimizers.adam(0.01)
+
+    def train_step(params, state, x, y):
+        grads = tg.grad(_mlp_loss)(params, x, y)
+        return opt.update(grads, state, params)
+
+    rng = _rng()
+    params = _mlp_params(rng, sizes=(4, 32, 32, 3))
+    state = opt.init(params)
+    x, y = _data(rng)
+    train_step(params, state, x, y)  # (imports, caches)
+    start = time.perf_counter()
+    tg.jit(train_step)(params, state, x, y)
+    assert time.perf_counter() - start < 0.25  # milliseconds in practice; XLA takes hundreds
+
+
+def test_tape_inside_a_jitted_function():
+    def f(x):
+        with tg.Tape() as tape:
+            w = tape.watch(x)
+            y = tnp.sum(tnp.sin(w) * w)
+        return y, tape.gradient(y, w)
+
+    jf = tg.jit(f)
+    for x in (np.linspace(-1, 1, 4), np.linspace(0, 2, 4)):
+        y, g = f(x)
+        _close(jf(x), (tg.value(y), g))  # (y, traced on the closed tape, comes back plain)
+
+
+def test_nested_jit():
+    inner_calls = []
+
+    @tg.jit
+    def inner(x):
+        inner_calls.append(1)
+        return tnp.sin(x) * 2.0
+
+    outer = tg.jit(lambda x: inner(x) + inner(x * 2.0))
+    x = np.linspace(-1, 1, 3)
+    for _ in range(2):
+        _close(outer(x), 2 * np.sin(x) + 2 * np.sin(2 * x))
+    assert len(inner_calls) == 2  # inlined in the outer trace (twice), never run again
+    _close(inner(x), 2 * np.sin(x))
+    _close(tg.jit(tg.grad(lambda x: tnp.sum(inner(x))))(x), 2 * np.cos(x))
+
+
+def test_jit_as_a_decorator_keeps_the_name():
+    @tg.jit
+    def my_step(x):
+        """Doc."""
+        return x + 1.0
+
+    assert my_step.__name__ == "my_step" and my_step.__doc__ == "Doc."
+
+
+# --- the generated source ------------------------------------------------------------------------
+
+
+def test_lower_as_text_is_readable_source_with_one_line_per_op():
+    def f(x, w):
+        return tnp.sum(tnp.tanh(x @ w))
+
+    jf = tg.jit(f)
+    x, w = np.ones((2, 3)), np.ones((3, 4))
+    text = jf.lower(x, w).as_text()
+    lines = [ln.strip() for ln in text.strip().splitlines()]
+    assert lines[0].startswith("def f(") and lines[-1].startswith("return")
+    ops = [ln for ln in lines[1:-1] if not ln.startswith("del ")]
+    assert len(ops) == 3, text
+    assert [op.split(" = ")[1].split("(")[0] for op in ops] == ["matmul", "tanh", "sum"]
+    compile(text, "<lowered>", "exec")
+    # the backward pass shows up in the program of a gradient
+    gtext = tg.jit(tg.grad(f, argnums=1)).lower(x, w).as_text()
+    assert "tanh" in gtext and gtext.count(" = ") > text.count(" = ")
+    # lower() caches: the next call with that signature does not trace again
+    g, calls = _counted(f)
+    jg = tg.jit(g)
+    jg.lower(x, w)
+    jg(x, w)
+    assert len(calls) == 1
+
+
+def test_lower_shows_guards_and_constants():
+    c = np.arange(3.0)
+    jf = tg.jit(lambda x: x * c if tnp.sum(x) > 0 else x)
+    text = jf.lower(np.ones(3)).as_text()
+    assert "_fail(" in text and "c0" in text
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+
+def test_errors():
+    with pytest.raises(TypeError, match="expected a function"):
+        tg.jit(5)
+    with pytest.raises(TypeError, match=r"argument 1 holds a str.*static_argnums=\(1,\)"):
+        tg.jit(lambda x, s: x)(np.ones(2), "relu")
+    with pytest.raises(TypeError, match=r"argument 'act' holds a function.*static_argnames"):
+        tg.jit(lambda x, act: act(x))(np.ones(2), act=tnp.tanh)
+    _close(tg.jit(lambda x, act: act(x), static_argnames="act")(np.ones(2), act=tnp.tanh), np.tanh(np.ones(2)))
+    # an error of f is f's own, and leaves no trace level behind
+    jf = tg.jit(lambda x: x @ np.ones(4))
+    with pytest.raises(ValueError):
+        jf(np.ones(3))
+    assert not tg.tape._stack.tapes
+    _close(jf(np.ones(4)), np.float64(4.0))
+    with pytest.raises(ValueError, match="truth value"):
+        tg.jit(lambda x: 1.0 if x > 0 else 0.0)(np.ones(3))
+    with pytest.raises(TypeError, match="grad"):
+        tg.jit(tg.grad(lambda x: x * 2.0))(np.ones(3))  # grad of a non-scalar output
