@@ -4,6 +4,7 @@ the generated source, errors."""
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 
@@ -618,6 +619,45 @@ def test_nested_jit():
     assert len(inner_calls) == 2  # inlined in the outer trace (twice), never run again
     _close(inner(x), 2 * np.sin(x))
     _close(tg.jit(tg.grad(lambda x: tnp.sum(inner(x))))(x), 2 * np.cos(x))
+
+
+def test_constants_are_the_values_they_had_when_traced():
+    W = np.ones(2)
+    jf = tg.jit(lambda x: x * W + W * 2.0)  # (x * W in the program; W * 2.0 folded when traced)
+    x = np.ones(2)
+    _close(jf(x), np.full(2, 3.0))
+    W[:] = 5.0  # as in JAX: the compiled program keeps what it traced
+    _close(jf(x), np.full(2, 3.0))
+    _close(tg.jit(lambda x: x * W + W * 2.0)(x), np.full(2, 15.0))  # a new jit traces anew
+
+
+def test_random_draws_happen_when_tracing():
+    rng = np.random.default_rng(0)
+    jf = tg.jit(lambda x: x + rng.standard_normal(3))  # a side effect: its draw is a constant
+    a, b = jf(np.zeros(3)), jf(np.zeros(3))
+    np.testing.assert_array_equal(a, b)
+
+
+def test_methods():
+    class Model:
+        def __init__(self):
+            self.w = np.arange(3.0)
+
+        @tg.jit
+        def plain(self, x):
+            return x * self.w
+
+        @functools.partial(tg.jit, static_argnums=0)
+        def scaled(self, x):
+            return x * self.w
+
+    m = Model()
+    x = np.ones(3)
+    _close(m.scaled(x), np.arange(3.0))
+    _close(m.scaled(x * 2), np.arange(3.0) * 2)
+    with pytest.raises(TypeError, match=r"argument 0 holds a Model.*static_argnums=\(0,\)"):
+        m.plain(x)
+    _close(Model.scaled(m, x), np.arange(3.0))
 
 
 def test_jit_as_a_decorator_keeps_the_name():

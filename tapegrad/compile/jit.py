@@ -65,6 +65,11 @@ class Jitted:
         self._warned = False
         functools.update_wrapper(self, f)  # type: ignore[arg-type]
 
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """A jitted method: bound to ``obj``, its first argument (which
+        ``static_argnums=0`` makes static, or a pytree of arrays)."""
+        return self if obj is None else functools.partial(self, obj)
+
     # --- the signature ------------------------------------------------------------------
     def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], Any, Hashable]:
         """``(leaves, how to rebuild the call, cache key)``."""

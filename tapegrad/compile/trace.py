@@ -114,6 +114,7 @@ class JitTrace:
         # Vars holding a Python number (an argument, Python arithmetic on arguments) -> the
         # Var of it as a 0-d array, once one is needed (None before)
         self.weak: dict[int, int | None] = {}
+        self.constants: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id -> (array, its copy)
 
     def __enter__(self) -> JitTrace:
         tapes = _tape._stack.tapes
@@ -244,7 +245,22 @@ class JitTrace:
             leaves = []
             template = _template(a, leaves, self)
             return self.pack(fill, "pack", template, leaves) + (False,)
+        if t is np.ndarray:
+            return a, self.constant(a), False
         return a, a, False
+
+    def constant(self, a: np.ndarray) -> np.ndarray:
+        """The program's copy of array ``a`` (read-only), taken when traced: as
+        in JAX, the program computes with the values its constants had then
+        (an array ``f`` closes over and the caller changes later does not
+        change it, nor what was computed from it at trace time)."""
+        key = id(a)
+        held = self.constants.get(key)
+        if held is None:
+            copy = a.copy()
+            copy.flags.writeable = False
+            held = self.constants[key] = (a, copy)  # (a is kept: its id stays its own)
+        return held[1]
 
     def holds(self, x: Any) -> bool:
         """Does ``x`` (a value, a tuple, list or dict) hold a value of this trace?"""
