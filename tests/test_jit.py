@@ -623,12 +623,15 @@ def test_nested_jit():
 
 def test_constants_are_the_values_they_had_when_traced():
     W = np.ones(2)
-    jf = tg.jit(lambda x: x * W + W * 2.0)  # (x * W in the program; W * 2.0 folded when traced)
+    jf = tg.jit(lambda x: (x * W + W * 2.0, W))  # (x * W in the program; W * 2.0 folded when traced)
     x = np.ones(2)
-    _close(jf(x), np.full(2, 3.0))
+    _close(jf(x), (np.full(2, 3.0), np.ones(2)))
     W[:] = 5.0  # as in JAX: the compiled program keeps what it traced
-    _close(jf(x), np.full(2, 3.0))
+    _close(jf(x), (np.full(2, 3.0), np.ones(2)))
+    jf(x)[1][:] = 7.0  # (a copy of the program's own: the next call's is unchanged)
+    _close(jf(x), (np.full(2, 3.0), np.ones(2)))
     _close(tg.jit(lambda x: x * W + W * 2.0)(x), np.full(2, 15.0))  # a new jit traces anew
+    np.testing.assert_array_equal(W, np.full(2, 5.0))
 
 
 def test_random_draws_happen_when_tracing():

@@ -150,7 +150,7 @@ class Jitted:
             full, kw = self._rebuild(how, inputs, args)
             out = self.f(*full, **kw)
         out_leaves, out_def = tree_flatten(out)
-        refs = [trace.ref(_own(o, trace)) for o in out_leaves]
+        refs = [trace.arg(_own(o, trace))[1] for o in out_leaves]  # (constants: the copies)
         for r in refs:
             if type(r) is Traced:
                 raise TypeError(f"jit({fun_name(self.f)}): an output is traced on a transform "
