@@ -269,6 +269,21 @@ def test_a_boolean_mask_gets_a_shape_guard():
     assert len(calls) == 3  # positives counted 2, 2, 2, 4, 0: three shapes, three programs
 
 
+def test_slices_and_positions_from_arguments():
+    def f(x, n):
+        return tnp.sum(x[n:] ** 2) + tnp.sum(x[n] * x[n:n + 2])
+
+    calls = []
+    jf = tg.jit(lambda x, n: calls.append(1) or f(x, n))
+    jg = tg.jit(tg.grad(f))
+    x = np.arange(6.0)
+    for n in (1, 2, 1, 3, -3):
+        np.testing.assert_allclose(jf(x, n), f(x, n), rtol=1e-15)
+        np.testing.assert_allclose(jg(x, n), tg.grad(f)(x, n), rtol=1e-15)
+    assert "shape_is(" in jf.lower(x, 1).as_text()
+    assert len(calls) == 3  # one program per length of x[n:] (n = 3 and -3 alike)
+
+
 @pytest.mark.parametrize("fn", [tnp.nonzero, tnp.flatnonzero, tnp.argwhere, tnp.unique,
                                 lambda x: tnp.where(x)])
 def test_results_whose_shape_depends_on_values(fn):

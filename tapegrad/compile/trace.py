@@ -37,7 +37,7 @@ PYTHON_NUMBERS = (bool, int, float, complex)
 OPERATORS = frozenset([np.add, np.subtract, np.multiply, np.true_divide, np.floor_divide,
                        np.remainder, np.power, np.negative, np.positive, np.absolute, np.greater,
                        np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal])
-MASK_SHAPED = frozenset(["getitem"])  # and primitives whose result's shape a boolean index sets
+MASK_SHAPED = frozenset(["getitem"])  # primitives whose result's shape a mask or a slice sets
 
 
 class Var(NamedTuple):
@@ -181,7 +181,7 @@ class JitTrace:
     def call(self, fn: Callable[..., Any], name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         raw: list[Any] = []
         refs: list[Any] = []
-        masked = False  # an index holding a traced boolean mask?
+        masked = False  # an index whose traced parts set the result's shape?
         weak = self.weak
         numbers = fn in OPERATORS and not kwargs  # Python arithmetic on Python numbers?
         for i, a in enumerate(args):
@@ -225,8 +225,9 @@ class JitTrace:
         return vals[0]
 
     def arg(self, a: Any) -> tuple[Any, Any, bool]:
-        """``(value to call with, its reference in the program, does it hold a
-        traced boolean index)`` for an argument of a call. A container or an
+        """``(value to call with, its reference in the program, is it an index
+        whose traced parts set the shape of what it selects)`` for an argument
+        of a call. A container or an
         :class:`Index` holding values of this trace is rebuilt by an
         instruction of its own (the program then reads it as one value)."""
         t = type(a)
@@ -239,8 +240,10 @@ class JitTrace:
                 return a, a, False
             leaves: list[Traced] = []
             key = _template(a.key, leaves, self)
-            mask = any(leaf.dtype == bool for leaf in leaves)
-            return self.pack(make_index, "index", key, leaves) + (mask,)
+            # a boolean mask, or a slice's bound, sets the shape of what the index selects
+            shaping = any(leaf.dtype == bool for leaf in leaves) or any(
+                type(k) is slice and self.holds(k) for k in a.key)
+            return self.pack(make_index, "index", key, leaves) + (shaping,)
         if (t is tuple or t is list or t is dict) and self.holds(a):
             leaves = []
             template = _template(a, leaves, self)
@@ -271,6 +274,8 @@ class JitTrace:
             return any(self.holds(v) for v in x)
         if t is dict:
             return any(self.holds(v) for v in x.values())
+        if t is slice:
+            return self.holds(x.start) or self.holds(x.stop) or self.holds(x.step)
         return False
 
     def pack(self, fn: Callable[..., Any], name: str, template: Any, leaves: list[Traced]) -> tuple[Any, Var]:
@@ -312,6 +317,9 @@ def _template(x: Any, leaves: list[Traced], trace: JitTrace) -> Any:
         return t(_template(v, leaves, trace) for v in x)
     if t is dict:
         return {k: _template(v, leaves, trace) for k, v in x.items()}
+    if t is slice:
+        return slice(_template(x.start, leaves, trace), _template(x.stop, leaves, trace),
+                     _template(x.step, leaves, trace))
     return x
 
 
@@ -324,6 +332,8 @@ def fill(template: Any, *leaves: Any) -> Any:
         return t(fill(v, *leaves) for v in template)
     if t is dict:
         return {k: fill(v, *leaves) for k, v in template.items()}
+    if t is slice:
+        return slice(fill(template.start, *leaves), fill(template.stop, *leaves), fill(template.step, *leaves))
     return template
 
 
