@@ -409,6 +409,21 @@ def test_integer_and_bool_inputs():
             _close(jf(x, i, m), np.where(m, x[i], 0.0))
 
 
+def test_a_constant_indexed_at_traced_positions():
+    W = np.arange(12.0).reshape(3, 4)
+
+    def f(x):
+        i = tnp.argmax(x)  # a traced position under jit (a plain one eagerly)
+        return tnp.take(W, i, axis=0) * x[i] + tnp.sum(tnp.take(W, tnp.argsort(x)))
+
+    jf, jg = tg.jit(f), tg.jit(tg.grad(lambda x: tnp.sum(f(x))))
+    for x in (np.array([0.1, 3.0, 0.2]), np.array([2.0, -1.0, 0.5])):
+        _close(jf(x), f(x))
+        _close(jg(x), tg.grad(lambda x: tnp.sum(f(x)))(x))
+    with pytest.raises(TypeError, match="tapegrad"):  # a plain NumPy array cannot hold a trace
+        tg.jit(lambda x: W[tnp.argmax(x)])(np.ones(3))
+
+
 # --- composition with the transforms ----------------------------------------------------------
 
 

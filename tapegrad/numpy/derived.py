@@ -16,7 +16,7 @@ import numpy as np
 
 from tapegrad.backend import array_module
 from tapegrad.numpy import wrap as w
-from tapegrad.numpy.wrap import normalize_axes, normalize_axis
+from tapegrad.numpy.wrap import Index, normalize_axes, normalize_axis
 from tapegrad.numpy.wrap import reduction_size as _count
 from tapegrad.tracer import Traced, value
 
@@ -255,12 +255,14 @@ def tile(A: Any, reps: Any) -> Any:
 
 
 def take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
-    if not _traced(a):
+    if not _traced(a, indices):
         return np.take(a, indices, axis=axis, mode=mode)
+    if type(indices) is not Traced:  # (positions a jit computed stay traced: the jit records them)
+        indices = np.asarray(indices)
     if axis is None:
-        return ravel(a)[np.asarray(indices)]
-    ax = normalize_axis(axis, a.ndim)
-    return a[(slice(None),) * ax + (np.asarray(indices),)]
+        a, axis = ravel(a), 0
+    ax = normalize_axis(axis, np.ndim(a))
+    return w.getitem(a, Index((slice(None),) * ax + (indices,), np.ndim(a)))
 
 
 def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
