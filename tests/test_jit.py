@@ -698,7 +698,7 @@ def test_lower_as_text_is_readable_source_with_one_line_per_op():
     x, w = np.ones((2, 3)), np.ones((3, 4))
     text = jf.lower(x, w).as_text()
     lines = [ln.strip() for ln in text.strip().splitlines()]
-    assert lines[0].startswith("def f(") and lines[-1].startswith("return")
+    assert lines[0].startswith("def jit_f(") and lines[-1].startswith("return")
     ops = [ln for ln in lines[1:-1] if not ln.startswith("del ")]
     assert len(ops) == 3, text
     assert [op.split(" = ")[1].split("(")[0] for op in ops] == ["matmul", "tanh", "sum"]
@@ -712,6 +712,18 @@ def test_lower_as_text_is_readable_source_with_one_line_per_op():
     jg.lower(x, w)
     jg(x, w)
     assert len(calls) == 1
+
+
+def test_a_function_named_like_what_it_calls():
+    def sin(x):
+        return tnp.sin(x) * 2.0
+
+    def _fail(x):
+        return tnp.sum(x) if tnp.sum(x) > 0 else -x
+
+    for _ in range(2):
+        _close(tg.jit(sin)(np.ones(2)), 2 * np.sin(np.ones(2)))
+        _close(tg.jit(_fail)(np.ones(2)), np.float64(2.0))
 
 
 def test_lower_shows_guards_and_constants():

@@ -156,7 +156,8 @@ class Jitted:
                 raise TypeError(f"jit({fun_name(self.f)}): an output is traced on a transform "
                                 "outside the jitted function")
         program = passes.dead_code(trace.program, [r.n for r in refs if type(r) is Var])
-        source, namespace = generate(program, trace.inputs, refs, name=fun_name(self.f))
+        # (named as JAX names its lowerings: ``def sin`` calling NumPy's ``sin`` would call itself)
+        source, namespace = generate(program, trace.inputs, refs, name=f"jit_{fun_name(self.f)}")
         compiled = Compiled(source, namespace, source.split("(", 1)[0][4:], out_def, program)
         result = [trace.values[r.n] if type(r) is Var else (np.array(r) if isinstance(r, np.ndarray) else r)
                   for r in refs]
