@@ -121,6 +121,14 @@ def test_static_argnums_are_passed_as_they_are_and_keyed_by_value():
     assert len(seen) == 3
 
 
+def test_equal_static_values_of_other_types_are_other_signatures():
+    jf = tg.jit(lambda x, k: x * k if type(k) is float else x + k, static_argnums=1)
+    x = np.ones(2)
+    _close(jf(x, 2.0), x * 2.0)
+    _close(jf(x, 2), x + 2)
+    _close(jf(x, True), x + True)
+
+
 def test_static_argnums_int_and_negative():
     f, calls = _counted(lambda x, k: x ** k)
     for nums in (1, -1, (1,)):

@@ -87,7 +87,8 @@ class Jitted:
         sig = tuple(_leaf_signature(x) for x in leaves)
         if None in sig:
             self._not_an_array(args, kwargs, static_pos)
-        return leaves, (static_pos, n, tdef, static), (tdef, sig, static)
+        types = tuple(type(v) for _, v in static)  # (1, 1.0 and True are equal, and not alike)
+        return leaves, (static_pos, n, tdef, static), (tdef, sig, static, types)
 
     def _not_an_array(self, args: tuple[Any, ...], kwargs: dict[str, Any], static_pos: set[int]) -> None:
         """Raise the TypeError for an argument leaf that is neither an array nor a number."""
