@@ -252,6 +252,8 @@ class Index:
             if type(k) is Traced:
                 k = value(k)
                 traced = traced or type(k) is Traced  # (a vmap's or a jit's value stays traced)
+            elif type(k) is slice and Traced in (type(k.start), type(k.stop), type(k.step)):
+                traced = True  # (bounds a jit traced: x[n:])
             if isinstance(k, list) or (hasattr(k, "dtype") and getattr(k, "ndim", 0) > 0):
                 if isinstance(k, list):
                     k = np.asarray(k) if len(k) else np.zeros(0, dtype=np.intp)
@@ -282,7 +284,8 @@ def _by_index(prim_fn: Any, args: tuple[Any, ...]) -> Any:
     """A call whose only traced argument is in an index's key (a constant, a
     cotangent, indexed by positions a ``jit`` trace computed): that trace
     records it. None when no trace takes it (a vmap's: NumPy then refuses)."""
-    tape = top_tape(args[1].key)
+    parts = [p for k in args[1].key for p in ((k.start, k.stop, k.step) if type(k) is slice else (k,))]
+    tape = top_tape(parts)
     if tape is None or not tape.applies or tape.batching:
         return None
     return tape.apply(prim_fn.primitive, args, {})
