@@ -194,7 +194,11 @@ def jit(f: Callable[..., Any], static_argnums: int | Sequence[int] = (),
     primitive ``f`` runs is compiled, including the backward passes of the
     transforms it calls (``jit(value_and_grad(loss))``). Python control flow
     on values becomes guards: a call that takes another path traces it too.
-    Side effects (``print``) happen when tracing only, as in JAX.
+    Side effects (``print``, random draws) happen when tracing only, and
+    arrays ``f`` closes over are read then (the program keeps a copy), as in
+    JAX. Arguments are arrays, NumPy scalars or Python numbers (which stay
+    weakly typed, as in eager code: ``x32 * lr`` is float32); anything else
+    (a string, a function) must be static.
 
     Returns:
         The compiled function (call it like ``f``); ``.lower(*args).as_text()``
