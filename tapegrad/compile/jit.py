@@ -65,6 +65,11 @@ class Jitted:
         self._warned = False
         functools.update_wrapper(self, f)  # type: ignore[arg-type]
 
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """A jitted method: bound to ``obj``, its first argument (which
+        ``static_argnums=0`` makes static, or a pytree of arrays)."""
+        return self if obj is None else functools.partial(self, obj)
+
     # --- the signature ------------------------------------------------------------------
     def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], Any, Hashable]:
         """``(leaves, how to rebuild the call, cache key)``."""
@@ -80,7 +85,23 @@ class Jitted:
             raise TypeError(f"jit({fun_name(self.f)}): static arguments must be hashable ({e})") from None
         leaves, tdef = tree_flatten((dyn_args, dyn_kw))
         sig = tuple(_leaf_signature(x) for x in leaves)
-        return leaves, (static_pos, n, tdef, static), (tdef, sig, static)
+        if None in sig:
+            self._not_an_array(args, kwargs, static_pos)
+        types = tuple(type(v) for _, v in static)  # (1, 1.0 and True are equal, and not alike)
+        return leaves, (static_pos, n, tdef, static), (tdef, sig, static, types)
+
+    def _not_an_array(self, args: tuple[Any, ...], kwargs: dict[str, Any], static_pos: set[int]) -> None:
+        """Raise the TypeError for an argument leaf that is neither an array nor a number."""
+        named = [(f"argument {i}", f"static_argnums=({i},)", a)
+                 for i, a in enumerate(args) if i not in static_pos]
+        named += [(f"argument {k!r}", f"static_argnames=({k!r},)", v)
+                  for k, v in kwargs.items() if k not in self.static_argnames]
+        for what, hint, a in named:
+            for leaf in tree_flatten(a)[0]:
+                if _leaf_signature(leaf) is None:
+                    raise TypeError(
+                        f"jit({fun_name(self.f)}): {what} holds a {type(leaf).__name__}, which is "
+                        f"neither an array nor a number; pass it as a static argument ({hint})")
 
     def _rebuild(self, how: Any, leaves: Sequence[Any], args: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         static_pos, n, tdef, static = how
@@ -126,11 +147,11 @@ class Jitted:
     def _trace(self, leaves: list[Any], how: Any, args: tuple[Any, ...]) -> tuple[Any, Compiled]:
         """Run ``f`` once on traced inputs: its result, and the compiled program."""
         with JitTrace() as trace:
-            inputs = [trace.input(_as_array(x)) for x in leaves]
+            inputs = [trace.input(x) for x in leaves]
             full, kw = self._rebuild(how, inputs, args)
             out = self.f(*full, **kw)
         out_leaves, out_def = tree_flatten(out)
-        refs = [trace.ref(o) for o in out_leaves]
+        refs = [trace.arg(_own(o, trace))[1] for o in out_leaves]  # (constants: the copies)
         for r in refs:
             if type(r) is Traced:
                 raise TypeError(f"jit({fun_name(self.f)}): an output is traced on a transform "
@@ -140,25 +161,30 @@ class Jitted:
         out_vars = [r.n for r in refs if type(r) is Var]
         program = passes.dead_code(program, out_vars)
         plan = passes.plan_buffers(program, trace.inputs, out_vars, trace.values)
-        source, namespace = generate(program, trace.inputs, refs, name=fun_name(self.f), plan=plan)
+        # (named as JAX names its lowerings: ``def sin`` calling NumPy's ``sin`` would call itself)
+        source, namespace = generate(program, trace.inputs, refs, name=f"jit_{fun_name(self.f)}", plan=plan)
         compiled = Compiled(source, namespace, source.split("(", 1)[0][4:], out_def, program)
         result = [trace.values[r.n] if type(r) is Var else (np.array(r) if isinstance(r, np.ndarray) else r)
                   for r in refs]
         return tree_unflatten(out_def, result), compiled
 
 
+def _own(x: Any, trace: JitTrace) -> Any:
+    """An output with the tapes ``f`` opened and closed unboxed (``y`` of a
+    ``with tg.Tape()`` block, returned after it): its value on ``trace``."""
+    while type(x) is Traced and x._tape is not trace and not x._tape.active:
+        x = x._value
+    return x
+
+
 def _leaf_signature(x: Any) -> Hashable:
-    if hasattr(x, "shape") and hasattr(x, "dtype"):
-        return (type(x), tuple(x.shape), np.dtype(x.dtype).str)
+    """What the cache key holds of an argument leaf (None: not an array nor a number)."""
+    if hasattr(x, "shape") and hasattr(x, "dtype"):  # (NumPy scalars and 0-d arrays alike)
+        kind = np.ndarray if isinstance(x, (np.ndarray, np.generic)) else type(x)
+        return (kind, tuple(x.shape), np.dtype(x.dtype).str)
     if isinstance(x, (bool, int, float, complex)):
         return (type(x), (), None)
-    return (type(x), repr(x))
-
-
-def _as_array(x: Any) -> Any:
-    if hasattr(x, "shape") and hasattr(x, "dtype"):
-        return x
-    return np.asarray(x)
+    return None
 
 
 def jit(f: Callable[..., Any], static_argnums: int | Sequence[int] = (),
@@ -172,7 +198,11 @@ def jit(f: Callable[..., Any], static_argnums: int | Sequence[int] = (),
     primitive ``f`` runs is compiled, including the backward passes of the
     transforms it calls (``jit(value_and_grad(loss))``). Python control flow
     on values becomes guards: a call that takes another path traces it too.
-    Side effects (``print``) happen when tracing only, as in JAX.
+    Side effects (``print``, random draws) happen when tracing only, and
+    arrays ``f`` closes over are read then (the program keeps a copy), as in
+    JAX. Arguments are arrays, NumPy scalars or Python numbers (which stay
+    weakly typed, as in eager code: ``x32 * lr`` is float32); anything else
+    (a string, a function) must be static.
 
     Returns:
         The compiled function (call it like ``f``); ``.lower(*args).as_text()``
@@ -182,6 +212,8 @@ def jit(f: Callable[..., Any], static_argnums: int | Sequence[int] = (),
         >>> step = tg.jit(tg.value_and_grad(loss))
         >>> value, grads = step(params, X, Y)    # traces and compiles; later calls run compiled
     """
+    if not callable(f):
+        raise TypeError(f"tg.jit: expected a function, got {type(f).__name__}")
     nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
     return Jitted(f, nums, names)

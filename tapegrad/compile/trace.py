@@ -23,7 +23,21 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tapegrad import tape as _tape
+from tapegrad.numpy.wrap import Index
 from tapegrad.tracer import Traced
+
+# NumPy functions (no gradient) whose result's shape depends on the values of
+# their arguments: the compiled program checks the shape it gets (a guard)
+DATA_SHAPED = frozenset("""nonzero flatnonzero argwhere unique unique_values unique_counts
+unique_inverse unique_all bincount histogram histogram_bin_edges extract compress trim_zeros
+setdiff1d intersect1d union1d setxor1d""".split())
+PYTHON_NUMBERS = (bool, int, float, complex)
+# the ufuncs behind Python's operators: on Python numbers alone, eager code
+# computes a Python number (weakly typed: ``x32 * (lr * 0.5)`` stays float32)
+OPERATORS = frozenset([np.add, np.subtract, np.multiply, np.true_divide, np.floor_divide,
+                       np.remainder, np.power, np.negative, np.positive, np.absolute, np.greater,
+                       np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal])
+MASK_SHAPED = frozenset(["getitem"])  # primitives whose result's shape a mask or a slice sets
 
 
 class Var(NamedTuple):
@@ -97,6 +111,10 @@ class JitTrace:
         self.values: list[Any] = []  # the concrete array of each Var
         self.program: list[Instr | Guard] = []
         self.inputs: list[int] = []
+        # Vars holding a Python number (an argument, Python arithmetic on arguments) -> the
+        # Var of it as a 0-d array, once one is needed (None before)
+        self.weak: dict[int, int | None] = {}
+        self.constants: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id -> (array, its copy)
 
     def __enter__(self) -> JitTrace:
         tapes = _tape._stack.tapes
@@ -114,18 +132,33 @@ class JitTrace:
         self.active = False
 
     # --- values -------------------------------------------------------------------------
-    def new(self, arr: Any) -> Traced:
-        """A traced value of this level whose array is ``arr`` (a new Var)."""
-        if not hasattr(arr, "dtype"):
-            arr = np.asarray(arr)
+    def new(self, arr: Any, weak: bool = False) -> Traced:
+        """A traced value of this level whose array is ``arr`` (a new Var);
+        ``weak``: ``arr`` is a Python number, and stays one."""
         n = len(self.values)
+        if weak:
+            self.weak[n] = None
+            a = np.asarray(arr)
+        else:
+            a = arr = arr if hasattr(arr, "dtype") else np.asarray(arr)
         self.values.append(arr)
-        return Traced(Traced(Sym(tuple(arr.shape), arr.dtype, n, self), self, arr), self, arr)
+        return Traced(Traced(Sym(tuple(a.shape), a.dtype, n, self), self, arr), self, arr)
 
-    def input(self, arr: Any) -> Traced:
-        t = self.new(arr)
+    def input(self, x: Any) -> Traced:
+        """An argument of the traced function (an array, or a Python number,
+        which NumPy's promotion treats as weakly typed, as in eager code)."""
+        t = self.new(x, weak=type(x) in PYTHON_NUMBERS)
         self.inputs.append(var_of(t))
         return t
+
+    def strong(self, n: int) -> tuple[Any, Var]:
+        """The Python number of weak Var ``n`` as a 0-d array (made once)."""
+        m = self.weak[n]
+        if m is None:
+            m = self.weak[n] = len(self.values)
+            self.values.append(np.asarray(self.values[n]))
+            self.program.append(Instr(np.asarray, "asarray", (Var(n),), (), (m,), False))
+        return self.values[m], Var(m)
 
     def ref(self, x: Any) -> Any:
         """``x`` as an argument of an instruction: a Var, or a constant."""
@@ -146,23 +179,178 @@ class JitTrace:
         return self.call(fun, getattr(fun, "__name__", "f"), args, kwargs)
 
     def call(self, fn: Callable[..., Any], name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
-        raw = [self.raw(a) for a in args]
-        kw = {k: self.raw(v) for k, v in kwargs.items()}
+        raw: list[Any] = []
+        refs: list[Any] = []
+        masked = False  # an index whose traced parts set the result's shape?
+        weak = self.weak
+        numbers = fn in OPERATORS and not kwargs  # Python arithmetic on Python numbers?
+        for i, a in enumerate(args):
+            r, ref, by_mask = self.arg(a)
+            if type(ref) is Var and ref.n in weak:
+                if i == 0 and not isinstance(fn, np.ufunc):  # (the array a function reads)
+                    r, ref = self.strong(ref.n)
+                    numbers = False
+            elif type(ref) not in PYTHON_NUMBERS:
+                numbers = False
+            raw.append(r)
+            refs.append(ref)
+            masked = masked or by_mask
+        kw: dict[str, Any] = {}
+        kw_refs = []
+        for k, v in kwargs.items():
+            r, ref, by_mask = self.arg(v)
+            kw[k] = r
+            kw_refs.append((k, ref))
+            masked = masked or by_mask
         out = fn(*raw, **kw)
-        refs = tuple(self.ref(a) for a in args)
-        kw_refs = tuple((k, self.ref(v)) for k, v in kwargs.items())
         if isinstance(out, tuple):  # (np.nonzero, a packed result...)
             vals = tuple(self.new(o) for o in out)
-            self.program.append(Instr(fn, name, refs, kw_refs, tuple(var_of(v) for v in vals), True))
+            outs = tuple(var_of(v) for v in vals)
+            self.program.append(Instr(fn, name, tuple(refs), tuple(kw_refs), outs, True))
+        else:
+            vals = (self.new(out),)
+            outs = (var_of(vals[0]),)
+            self.program.append(Instr(fn, name, tuple(refs), tuple(kw_refs), outs, False))
+        if name in DATA_SHAPED or masked and name in MASK_SHAPED:
+            # a shape that depends on values: the program checks it is the traced one
+            for n in outs:
+                self.check_shape(n)
+        if isinstance(out, tuple):
             return vals
-        val = self.new(out)
-        self.program.append(Instr(fn, name, refs, kw_refs, (var_of(val),), False))
-        return val
+        if numbers and np.ndim(out) == 0:  # as eager: a Python number
+            val = self.new(python_number(out), weak=True)
+            self.program.append(Instr(python_number, "python_number", (Var(outs[0]),), (),
+                                      (var_of(val),), False))
+            return val
+        return vals[0]
+
+    def arg(self, a: Any) -> tuple[Any, Any, bool]:
+        """``(value to call with, its reference in the program, is it an index
+        whose traced parts set the shape of what it selects)`` for an argument
+        of a call. A container or an
+        :class:`Index` holding values of this trace is rebuilt by an
+        instruction of its own (the program then reads it as one value)."""
+        t = type(a)
+        if t is Traced:
+            if a._tape is self:
+                return a._node, Var(var_of(a)), False
+            return a, a, False
+        if t is Index:
+            if not any(self.holds(k) for k in a.key):
+                return a, a, False
+            leaves: list[Traced] = []
+            key = _template(a.key, leaves, self)
+            # a boolean mask, or a slice's bound, sets the shape of what the index selects
+            shaping = any(leaf.dtype == bool for leaf in leaves) or any(
+                type(k) is slice and self.holds(k) for k in a.key)
+            return self.pack(make_index, "index", key, leaves) + (shaping,)
+        if (t is tuple or t is list or t is dict) and self.holds(a):
+            leaves = []
+            template = _template(a, leaves, self)
+            return self.pack(fill, "pack", template, leaves) + (False,)
+        if t is np.ndarray:
+            return a, self.constant(a), False
+        return a, a, False
+
+    def constant(self, a: np.ndarray) -> np.ndarray:
+        """The program's copy of array ``a`` (read-only), taken when traced: as
+        in JAX, the program computes with the values its constants had then
+        (an array ``f`` closes over and the caller changes later does not
+        change it, nor what was computed from it at trace time)."""
+        key = id(a)
+        held = self.constants.get(key)
+        if held is None:
+            copy = a.copy()
+            copy.flags.writeable = False
+            held = self.constants[key] = (a, copy)  # (a is kept: its id stays its own)
+        return held[1]
+
+    def holds(self, x: Any) -> bool:
+        """Does ``x`` (a value, a tuple, list or dict) hold a value of this trace?"""
+        t = type(x)
+        if t is Traced:
+            return x._tape is self
+        if t is tuple or t is list:
+            return any(self.holds(v) for v in x)
+        if t is dict:
+            return any(self.holds(v) for v in x.values())
+        if t is slice:
+            return self.holds(x.start) or self.holds(x.stop) or self.holds(x.step)
+        return False
+
+    def pack(self, fn: Callable[..., Any], name: str, template: Any, leaves: list[Traced]) -> tuple[Any, Var]:
+        """``fn(template, *leaves)`` as an instruction: its value, and its Var."""
+        concrete = fn(template, *[leaf._node for leaf in leaves])
+        n = len(self.values)
+        self.values.append(concrete)
+        args = (template, *[Var(var_of(leaf)) for leaf in leaves])
+        self.program.append(Instr(fn, name, args, (), (n,), False))
+        return concrete, Var(n)
+
+    def check_shape(self, n: int) -> None:
+        """Guard: ``v<n>`` has the shape it has now."""
+        shape = tuple(self.values[n].shape)
+        m = len(self.values)
+        self.values.append(True)
+        self.program.append(Instr(shape_is, "shape_is", (Var(n), shape), (), (m,), False))
+        self.program.append(Guard(m, True))
 
     def guard(self, var: int) -> bool:
         truth = bool(self.values[var])
         self.program.append(Guard(var, truth))
         return truth
+
+
+class Slot(NamedTuple):
+    """Where the ``i``-th traced value goes in a rebuilt container (see :func:`fill`)."""
+
+    i: int
+
+
+def _template(x: Any, leaves: list[Traced], trace: JitTrace) -> Any:
+    """``x`` with each value of ``trace`` replaced by a :class:`Slot` (collected in ``leaves``)."""
+    t = type(x)
+    if t is Traced and x._tape is trace:
+        leaves.append(x)
+        return Slot(len(leaves) - 1)
+    if t is tuple or t is list:
+        return t(_template(v, leaves, trace) for v in x)
+    if t is dict:
+        return {k: _template(v, leaves, trace) for k, v in x.items()}
+    if t is slice:
+        return slice(_template(x.start, leaves, trace), _template(x.stop, leaves, trace),
+                     _template(x.step, leaves, trace))
+    return x
+
+
+def fill(template: Any, *leaves: Any) -> Any:
+    """``template`` with each :class:`Slot` replaced by its value (a container's rebuild)."""
+    t = type(template)
+    if t is Slot:
+        return leaves[template.i]
+    if t is tuple or t is list:
+        return t(fill(v, *leaves) for v in template)
+    if t is dict:
+        return {k: fill(v, *leaves) for k, v in template.items()}
+    if t is slice:
+        return slice(fill(template.start, *leaves), fill(template.stop, *leaves), fill(template.step, *leaves))
+    return template
+
+
+def make_index(key: tuple[Any, ...], *leaves: Any) -> Index:
+    """The :class:`Index` of ``key`` with its traced parts filled in (normalised
+    again on the values of this call: whether an integer index repeats is
+    read from them)."""
+    return Index(fill(key, *leaves), len(key))
+
+
+def python_number(x: Any) -> Any:
+    """A NumPy scalar (or 0-d array) as the Python number it holds."""
+    return x.item()
+
+
+def shape_is(x: Any, shape: tuple[int, ...]) -> bool:
+    return tuple(x.shape) == shape
 
 
 def var_of(x: Traced) -> int:

@@ -16,7 +16,7 @@ import numpy as np
 
 from tapegrad.backend import array_module
 from tapegrad.numpy import wrap as w
-from tapegrad.numpy.wrap import normalize_axes, normalize_axis
+from tapegrad.numpy.wrap import Index, normalize_axes, normalize_axis
 from tapegrad.numpy.wrap import reduction_size as _count
 from tapegrad.tracer import Traced, value
 
@@ -257,13 +257,12 @@ def tile(A: Any, reps: Any) -> Any:
 def take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
     if not _traced(a, indices):
         return np.take(a, indices, axis=axis, mode=mode)
-    a = _arr(a)
-    if type(indices) is not Traced:
+    if type(indices) is not Traced:  # (positions a jit computed stay traced: the jit records them)
         indices = np.asarray(indices)
     if axis is None:
-        return ravel(a)[indices]
-    ax = normalize_axis(axis, a.ndim)
-    return a[(slice(None),) * ax + (indices,)]
+        a, axis = ravel(a), 0
+    ax = normalize_axis(axis, np.ndim(a))
+    return w.getitem(a, Index((slice(None),) * ax + (indices,), np.ndim(a)))
 
 
 def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
@@ -431,7 +430,8 @@ matmul = w.matmul  # the primitive itself: NumPy's signature, no front-end
 
 def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     if x is None and y is None:
-        return np.where(value(condition))
+        c = value(condition)  # (a vmap's or a jit's value stays traced: np.where would come back here)
+        return w.nondiff["nonzero"](c) if type(c) is Traced else np.where(c)
     return w.where3(value(condition), x, y)
 
 
@@ -447,10 +447,10 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
 def angle(z: Any, deg: bool = False) -> Any:
     if not _traced(z) or not np.iscomplexobj(value(z)):
         v = value(z)
-        if type(v) is Traced:  # a real batched (vmap) or traced (jit) value: pi where negative
-            a = w.arctan2(np.zeros((), v.dtype), v)
-            return a * (180 / np.pi) if deg else a
-        return np.angle(v, deg=deg)
+        if type(v) is not Traced:
+            return np.angle(v, deg=deg)
+        a = w.arctan2(0, v)  # (NumPy's angle of a real value; a vmap's or a jit's value stays
+        return a * (180 / np.pi) if deg else a  # traced: np.angle would come back here)
     a = w.arctan2(w.imag(z), w.real(z))
     return a * (180 / np.pi) if deg else a
 

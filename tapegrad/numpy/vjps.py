@@ -71,10 +71,10 @@ def _balanced_eq(x: Any, z: Any, y: Any) -> Any:
     the result's dtype (a float64 mask would promote float32 cotangents)."""
     x, z, y = value(x), value(z), value(y)
     win = x == z
-    if type(win) is Traced:  # batched (vmap) or traced (jit): the same with tapegrad ops
-        dt = z.dtype
-        half, one, zero = np.asarray(0.5, dt), np.asarray(1, dt), np.asarray(0, dt)
-        return w.where3(win & (y == z), half, w.where3(win, one, zero))
+    if type(win) is Traced:  # a vmap's or a jit's values stay traced: no NumPy array of them
+        dtype = np.result_type(z)
+        out = w.where3(win, np.ones((), dtype), np.zeros((), dtype))
+        return w.where3(win & (y == z), np.asarray(0.5, dtype), out)
     out = np.asarray(win, dtype=np.result_type(z))
     tie = win & (y == z)
     if tie.any():
@@ -416,10 +416,10 @@ defvjp(w.index_add, _vjp_index_add)
 
 
 def _vjp_setitem_x(ans: Any, x: Any, idx: Index, v: Any) -> Vjp:
-    if any(type(k) is Traced for k in idx.key):  # indices computed per example (vmap) or traced (jit)
-        keep = w.setitem(np.ones(x.shape, dtype=bool), idx, False)
+    keep = np.ones(x.shape, dtype=bool)
+    if idx.traced:  # (positions a jit trace computed: it records the mask)
+        keep = w.setitem(keep, idx, False)
     else:
-        keep = np.ones(x.shape, dtype=bool)
         keep[idx.key] = False
     return lambda g: g * keep
 

@@ -28,6 +28,7 @@ from tapegrad.primitive import (
     nondifferentiable,
     primitive,
     sum_to,
+    top_tape,
 )
 from tapegrad.tracer import Traced, value
 
@@ -243,10 +244,11 @@ class Index:
     each position written at most once) or ``"int"`` (integer arrays).
     ``traces`` holds the vmap levels (:class:`~tapegrad.batching.BatchTrace`)
     of the entries that are batched values (indices computed per example,
-    such as a per-example class label): empty for a plain index.
+    such as a per-example class label): empty for a plain index. ``traced``
+    says whether any entry (or slice bound) is traced, by a vmap or a jit.
     """
 
-    __slots__ = ("key", "kind", "unique", "traces")
+    __slots__ = ("key", "kind", "unique", "traces", "traced")
 
     def __init__(self, key: Any, ndim: int) -> None:
         if not isinstance(key, tuple):
@@ -254,14 +256,18 @@ class Index:
         items: list[Any] = []
         kind = "basic"
         traces: tuple[Any, ...] = ()
+        traced = False
         for k in key:
             if type(k) is Traced:
                 k = value(k)
-                if type(k) is Traced:  # batched by vmap: per-example values
+                traced = traced or type(k) is Traced  # (a vmap's or a jit's value stays traced)
+                if type(k) is Traced and getattr(k._tape, "batching", False):  # per-example values
                     traces += (k._tape,)
                     kind = "mask" if k.dtype == bool and kind == "basic" else ("int" if k.dtype != bool else kind)
                     items.append(k)
                     continue
+            elif type(k) is slice and Traced in (type(k.start), type(k.stop), type(k.step)):
+                traced = True  # (bounds a jit traced: x[n:])
             if isinstance(k, list) or (hasattr(k, "dtype") and getattr(k, "ndim", 0) > 0):
                 if isinstance(k, list):
                     k = np.asarray(k) if len(k) else np.zeros(0, dtype=np.intp)
@@ -283,8 +289,22 @@ class Index:
         self.key = tuple(items)
         self.kind = kind
         self.traces = traces
-        # (batched entries: repeats are unknown until each example is seen)
-        self.unique = not traces and (kind != "int" or _unique_int_index(self.key))
+        self.traced = traced
+        # (batched entries: repeats are unknown until each example is seen; positions a
+        # trace computed: add.at, always right; a jit's program normalises them again
+        # on each call's values)
+        self.unique = not traces and (kind != "int" or (not traced and _unique_int_index(self.key)))
+
+
+def _by_index(prim_fn: Any, args: tuple[Any, ...]) -> Any:
+    """A call whose only traced argument is in an index's key (a constant, a
+    cotangent, indexed by positions a ``jit`` trace computed): that trace
+    records it. None when no trace takes it (a vmap's: NumPy then refuses)."""
+    parts = [p for k in args[1].key for p in ((k.start, k.stop, k.step) if type(k) is slice else (k,))]
+    tape = top_tape(parts)
+    if tape is None or not tape.applies or tape.batching:
+        return None
+    return tape.apply(prim_fn.primitive, args, {})
 
 
 def _unique_int_index(key: tuple[Any, ...]) -> bool:
@@ -314,6 +334,10 @@ def _unbatched(y: Any, nb: int) -> Any:
 
 def _getitem(x: Any, index: Index, nb: int = 0) -> Any:
     """``x[index]`` on the trailing axes of ``x``; its ``nb`` leading axes are batch."""
+    if index.traced:
+        out = _by_index(getitem, (x, index, nb))
+        if out is not None:
+            return out
     if nb == 0:
         return x[index.key]
     return _unbatched(_batched_view(x, nb)[index.key], nb)
@@ -323,6 +347,10 @@ def _index_add(g: Any, index: Index, shape: tuple[int, ...], nb: int) -> Any:
     """Zeros of ``batch + shape`` with ``g`` added at ``index`` (an :class:`Index`;
     repeated positions accumulate): the transpose of ``x[index]``. ``g``'s
     ``nb`` leading axes are ``batch``."""
+    if index.traced:
+        out = _by_index(index_add, (g, index, shape, nb))
+        if out is not None:
+            return out
     xp = array_module(g)
     out = xp.zeros(g.shape[:nb] + tuple(shape), dtype=g.dtype)
     view = _batched_view(out, nb)
@@ -392,6 +420,10 @@ def _setitem(x: Any, index: Index, v: Any) -> Any:
     """A copy of ``x`` with ``v`` written at ``index`` (an :class:`Index`):
     ``x[index] = v`` without changing ``x``. The gradient to ``x`` is zero at
     ``index``; ``v`` gets the cotangent's entries at ``index``."""
+    if index.traced:
+        new = _by_index(setitem, (x, index, v))
+        if new is not None:
+            return new
     out = x.copy()
     out[index.key] = v
     return out
