@@ -21,8 +21,9 @@ import numpy as np
 from tapegrad import tape as _tape
 from tapegrad.compile import passes
 from tapegrad.compile.codegen import GuardFailed, compile_source, generate
+from tapegrad.compile.entry import Miss, make_entry
 from tapegrad.compile.trace import JitTrace, Var
-from tapegrad.pytree import tree_flatten, tree_unflatten
+from tapegrad.pytree import TreeDef, tree_flatten, tree_unflatten
 from tapegrad.tracer import Traced
 from tapegrad.transforms._util import fun_name
 
@@ -38,6 +39,9 @@ class Compiled:
         self.fn = compile_source(source, namespace, fn_name)
         self.out_def = out_def
         self.program = program
+
+        self.entry: Any = None  # (see tapegrad.compile.entry; set by Jitted for plain calls)
+        self.n_args = -1
 
     def __call__(self, leaves: Sequence[Any]) -> Any:
         return tree_unflatten(self.out_def, self.fn(*leaves))
@@ -62,6 +66,7 @@ class Jitted:
         self.static_argnums = tuple(static_argnums)
         self.static_argnames = tuple(static_argnames)
         self.cache: dict[Hashable, list[Compiled]] = {}
+        self._fast: Compiled | None = None
         self._warned = False
         functools.update_wrapper(self, f)  # type: ignore[arg-type]
 
@@ -114,6 +119,12 @@ class Jitted:
 
     # --- calling ----------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fast = self._fast  # the last variant that ran, through its entry: no lookup
+        if fast is not None and not kwargs and len(args) == fast.n_args and not _tape._stack.tapes:
+            try:
+                return fast.entry(*args)
+            except (Miss, GuardFailed):
+                pass
         if _tape._stack.tapes:  # inside a transform (or another jit's trace): run as written
             return self.f(*args, **kwargs)
         leaves, how, key = self._split(args, kwargs)
@@ -122,9 +133,11 @@ class Jitted:
         variants = self.cache.setdefault(key, [])
         for variant in variants:
             try:
-                return variant(leaves)
+                out = variant(leaves)
             except GuardFailed:
                 continue
+            self._remember(variant, kwargs)
+            return out
         if len(variants) >= MAX_VARIANTS:
             if not self._warned:
                 self._warned = True
@@ -134,7 +147,15 @@ class Jitted:
             return self.f(*args, **kwargs)
         out, compiled = self._trace(leaves, how, args)
         variants.append(compiled)
+        if not kwargs and not how[0]:  # (plain positional arrays and numbers: an entry)
+            compiled.entry = make_entry(TreeDef(tuple, None, how[2].children[0].children), list(key[1]),
+                                        compiled.fn, compiled.out_def)
+            compiled.n_args = len(args)
+        self._remember(compiled, kwargs)
         return out
+
+    def _remember(self, variant: Compiled, kwargs: dict[str, Any]) -> None:
+        self._fast = variant if variant.entry is not None and not kwargs else None
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """Trace (or fetch) the compiled program for these arguments."""
