@@ -78,6 +78,13 @@ class Traced:
                 "from example to example inside vmap; compute with tapegrad.numpy functions on "
                 "it (tnp.where to select per example), or return it from the mapped function."
             )
+        if _is_jit_traced(self):
+            return TypeError(
+                f"tapegrad.jit: cannot convert a traced value to {what}: inside tg.jit a value "
+                "computed from the arguments is not known when tracing; compute with "
+                "tapegrad.numpy functions on it, return it, or make the argument it comes from "
+                "static (static_argnums / static_argnames)."
+            )
         return TypeError(
             f"tapegrad: cannot convert a traced value to {what}: {_CONVERSION_HINT}."
         )
@@ -158,6 +165,16 @@ def value(x: Any) -> Any:
             return x if arr is x._node else Traced(Traced(v._value, x._tape, arr), x._tape, arr)
         x = v
     return x
+
+
+def _is_jit_traced(x: Traced) -> bool:
+    """Does ``x`` hold a value traced by a ``jit`` (at any depth)?"""
+    while type(x) is Traced:
+        v = x._value
+        if type(v) is Traced and v._tape is x._tape:
+            return not getattr(x._tape, "batching", False)
+        x = v
+    return False
 
 
 def _is_batched(x: Traced) -> bool:

@@ -89,6 +89,9 @@ def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[An
     each thread gets once and keeps."""
     names = _Names()
     fname = re.sub(r"\W", "_", name) or "compiled"
+    if fname[0].isdigit() or fname in names.namespace:
+        fname = "f_" + fname
+    names.namespace[fname] = None  # (reserved: no function it calls may take its name)
     lines = [f"def {fname}({', '.join(f'v{n}' for n in inputs)}):"]
     outs: dict[int, int] = plan.out if plan is not None else {}
     if plan is not None and plan.buffers:

@@ -158,12 +158,19 @@ class Jitted:
         self._fast = variant if variant.entry is not None and not kwargs else None
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
-        """Trace (or fetch) the compiled program for these arguments."""
+        """The compiled program these arguments run (traced now if none yet):
+        of their signature, and of the path their values take."""
         leaves, how, key = self._split(args, kwargs)
         variants = self.cache.setdefault(key, [])
-        if not variants:
-            variants.append(self._trace(leaves, how, args)[1])
-        return Lowered(variants[0])
+        for variant in variants:  # the one these arguments' values take (its guards hold)
+            try:
+                variant(leaves)
+            except GuardFailed:
+                continue
+            return Lowered(variant)
+        compiled = self._trace(leaves, how, args)[1]
+        variants.append(compiled)
+        return Lowered(compiled)
 
     def _trace(self, leaves: list[Any], how: Any, args: tuple[Any, ...]) -> tuple[Any, Compiled]:
         """Run ``f`` once on traced inputs: its result, and the compiled program."""
