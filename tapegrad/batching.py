@@ -83,8 +83,10 @@ class Aval:
 
     # Reached only by a batched value used after its vmap returned (kept by a side
     # effect): the engine then reads its per-example stand-in as a constant.
+    escaped = ESCAPED  # (what such a use says)
+
     def _escaped(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError(ESCAPED)
+        raise TypeError(self.escaped)
 
     __array__ = __array_ufunc__ = _escaped
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _escaped

@@ -167,21 +167,21 @@ def value(x: Any) -> Any:
     return x
 
 
-def _is_jit_traced(x: Traced) -> bool:
-    """Does ``x`` hold a value traced by a ``jit`` (at any depth)?"""
+def _applying_level(x: Traced) -> Any:
+    """The vmap or jit level whose value ``x`` holds (at any depth), or None."""
     while type(x) is Traced:
         v = x._value
-        if type(v) is Traced and v._tape is x._tape:
-            return not getattr(x._tape, "batching", False)
+        if type(v) is Traced and v._tape is x._tape:  # (see tapegrad.batching)
+            return x._tape
         x = v
-    return False
+    return None
+
+
+def _is_jit_traced(x: Traced) -> bool:
+    level = _applying_level(x)
+    return level is not None and not getattr(level, "batching", False)
 
 
 def _is_batched(x: Traced) -> bool:
     """Is ``x`` batched by vmap, or traced on a tape above a batched value?"""
-    while type(x) is Traced:
-        v = x._value
-        if type(v) is Traced and v._tape is x._tape:
-            return bool(getattr(x._tape, "batching", False))
-        x = v
-    return False
+    return bool(getattr(_applying_level(x), "batching", False))

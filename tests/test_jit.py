@@ -9,38 +9,13 @@ import warnings
 
 import numpy as np
 import pytest
+from jithelp import close as _close
+from jithelp import counted as _counted
+from jithelp import rng as _rng
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.compile.jit import MAX_VARIANTS
-
-
-def _rng(seed=0):
-    return np.random.default_rng(seed)
-
-
-def _close(got, want, rtol=1e-12, atol=1e-12):
-    g_leaves, g_def = tg.tree_flatten(got)
-    w_leaves, w_def = tg.tree_flatten(want)
-    assert g_def == w_def, (g_def, w_def)
-    for g, w in zip(g_leaves, w_leaves):
-        assert type(g) is not tg.tracer.Traced
-        assert np.shape(g) == np.shape(w)
-        assert np.result_type(g) == np.result_type(w)
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
-
-
-def _counted(f):
-    """``f`` and a list that gets one entry per call of ``f`` (per trace, under jit)."""
-    calls = []
-
-    def g(*args, **kwargs):
-        calls.append(1)
-        return f(*args, **kwargs)
-
-    g.__name__ = getattr(f, "__name__", "g")
-    return g, calls
-
 
 # --- caching ---------------------------------------------------------------------------------
 

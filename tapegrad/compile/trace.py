@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tapegrad import tape as _tape
+from tapegrad.batching import Aval
 from tapegrad.numpy.wrap import Index
 from tapegrad.tracer import Traced
 
@@ -64,28 +65,20 @@ class Guard(NamedTuple):
     truth: bool
 
 
-class Sym:
+class Sym(Aval):
     """What a traced value of a jit level shows of itself: the shape and dtype
-    of its array; ``bool()`` of it becomes a guard of the program."""
+    of its array (as a batched value's :class:`~tapegrad.batching.Aval`);
+    ``bool()`` of it becomes a guard of the program."""
 
-    __slots__ = ("shape", "dtype", "var", "trace")
+    __slots__ = ("var", "trace")
+    escaped = ("tapegrad.jit: a traced value was used after its jit trace ended (it escaped through "
+               "a side effect: a list, a global, an attribute); return it from the jitted function "
+               "instead")
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, var: int, trace: JitTrace) -> None:
-        self.shape = shape
-        self.dtype = dtype
+        super().__init__(shape, dtype)
         self.var = var
         self.trace = trace
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
 
     def __len__(self) -> int:
         if not self.shape:
