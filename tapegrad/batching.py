@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from typing_extensions import Self
 
 from tapegrad import tape as _tape
 from tapegrad.tracer import Traced, value
@@ -93,19 +94,19 @@ class Aval:
     __pow__ = __rpow__ = __matmul__ = __rmatmul__ = __neg__ = __getitem__ = _escaped
 
 
-class BatchTrace:
-    """One ``vmap`` level: while entered, it is on the tapes' level stack;
-    its values are batched along axis 0 of their arrays, ``size`` long."""
+class ApplyingLevel:
+    """A level of the tapes' stack that runs primitives itself (its
+    ``apply``) instead of recording entries: a ``vmap``'s, a ``jit``'s.
+    While entered, it is on the stack, above the levels entered before it."""
 
-    applies = True  # runs primitives itself (see tapegrad.primitive._apply)
-    batching = True
+    applies = True  # (see tapegrad.primitive._apply)
+    batching = False
 
-    def __init__(self, size: int) -> None:
-        self.size = size
+    def __init__(self) -> None:
         self.active = False
         self.level = -1
 
-    def __enter__(self) -> BatchTrace:
+    def __enter__(self) -> Self:
         tapes = _tape._stack.tapes
         self.level = len(tapes) + 1
         tapes.append(self)  # type: ignore[arg-type]
@@ -119,6 +120,17 @@ class BatchTrace:
         else:
             tapes.remove(self)  # type: ignore[arg-type]
         self.active = False
+
+
+class BatchTrace(ApplyingLevel):
+    """One ``vmap`` level: its values are batched along axis 0 of their
+    arrays, ``size`` long."""
+
+    batching = True
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
 
     def wrap(self, arr: Any) -> Traced:
         """The batched value whose array is ``arr`` (batch on axis 0)."""

@@ -22,8 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tapegrad import tape as _tape
-from tapegrad.batching import Aval
+from tapegrad.batching import ApplyingLevel, Aval
 from tapegrad.numpy.wrap import Index
 from tapegrad.tracer import Traced
 
@@ -92,15 +91,11 @@ class Sym(Aval):
         return f"v{self.var}: {np.dtype(self.dtype).name}{list(self.shape)}"
 
 
-class JitTrace:
+class JitTrace(ApplyingLevel):
     """One ``jit`` trace: while entered, a level of the tapes' stack."""
 
-    applies = True  # runs primitives itself (see tapegrad.primitive._apply)
-    batching = False
-
     def __init__(self) -> None:
-        self.active = False
-        self.level = -1
+        super().__init__()
         self.values: list[Any] = []  # the concrete array of each Var
         self.program: list[Instr | Guard] = []
         self.inputs: list[int] = []
@@ -108,21 +103,6 @@ class JitTrace:
         # Var of it as a 0-d array, once one is needed (None before)
         self.weak: dict[int, int | None] = {}
         self.constants: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id -> (array, its copy)
-
-    def __enter__(self) -> JitTrace:
-        tapes = _tape._stack.tapes
-        self.level = len(tapes) + 1
-        tapes.append(self)  # type: ignore[arg-type]
-        self.active = True
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        tapes = _tape._stack.tapes
-        if tapes and tapes[-1] is self:
-            tapes.pop()
-        else:
-            tapes.remove(self)  # type: ignore[arg-type]
-        self.active = False
 
     # --- values -------------------------------------------------------------------------
     def new(self, arr: Any, weak: bool = False) -> Traced:
