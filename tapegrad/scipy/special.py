@@ -11,6 +11,23 @@ The primitives and their rules are grouped here:
     expit' = expit (1 - expit)          logit'(p) = 1 / (p (1 - p))
     softmax: s (g - sum(g s))           log_softmax: g - exp(ans) sum(g)
 
+Issue 14's functions take their values from SciPy too (``gammasgn`` has no
+gradient; ``multigammaln`` is a sum of ``gammaln``; ``psi`` is ``digamma``):
+
+    gamma' = gamma digamma              rgamma' = -rgamma digamma
+    d/da log B(a, b) = digamma(a) - digamma(a + b)   (beta: times beta)
+    gammainc(a, .)' = x^(a-1) e^-x / Gamma(a)        gammaincc' = -gammainc'
+    betainc(a, b, .)' = x^(a-1) (1-x)^(b-1) / B(a, b)
+    erfinv' = sqrt(pi)/2 exp(erfinv^2)  erfcinv' = -sqrt(pi)/2 exp(erfcinv^2)
+    j0' = -j1   j1' = (j0 - j2)/2       jn(n, .)' = (j_{n-1} - j_{n+1})/2 (y the same)
+    i0' = i1    i1' = (i0 + i2)/2       iv(v, .)' = (i_{v-1} + i_{v+1})/2
+    ive(v, .)' = (ive_{v-1} + ive_{v+1})/2 - sign(x) ive
+
+The integer orders (``jn``/``yn``/``polygamma``'s ``n``) are not
+differentiable; ``gammainc``/``gammaincc`` in ``a``, ``betainc`` in ``a`` and
+``b``, ``iv``/``ive`` in ``v`` have no closed form: a gradient reaching them
+raises ``NotImplementedError`` naming the function and the argument.
+
 ``expit`` is a primitive for numerical stability: it is computed as
 ``exp(-logaddexp(0, -x))`` (finite for every x, no overflow warning) and its
 rule reuses the answer. ``softmax`` and ``log_softmax`` are primitives too
