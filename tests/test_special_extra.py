@@ -218,3 +218,15 @@ def test_every_new_function_is_exported_and_batched() -> None:
                        env=dict(os.environ, PYTHONPATH=ROOT))
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+def test_rgamma_derivative_at_the_poles_of_gamma() -> None:
+    """rgamma is entire: at 0, -1, -2... its derivative is cos(pi x) gamma(1 - x) = (-1)^n n!, not 0 * nan."""
+    x = np.array([0.0, -1.0, -2.0, -3.0, 0.5, -1.5])
+    with np.errstate(invalid="ignore"):
+        want = np.where(x == np.floor(x), np.cos(np.pi * x) * sp.gamma(1 - x), -sp.rgamma(x) * sp.digamma(x))
+        np.testing.assert_allclose(want[:4], [1.0, -1.0, 2.0, -6.0])
+        np.testing.assert_allclose(tg.elementwise_grad(ts.rgamma)(x), want, rtol=1e-13)
+        np.testing.assert_allclose(tg.vmap(tg.grad(ts.rgamma))(x), want, rtol=1e-13)
+        np.testing.assert_allclose(tg.jvp(ts.rgamma, (x,), (np.ones(6),))[1], want, rtol=1e-13)
+        np.testing.assert_allclose(tg.jit(tg.grad(ts.rgamma))(-2.0), 2.0, rtol=1e-13)

@@ -49,7 +49,7 @@ import numpy as np
 from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, elementwise_rule, shift_axes
 from tapegrad.numpy import wrap as w
-from tapegrad.numpy.derived import logsumexp, stack
+from tapegrad.numpy.derived import logsumexp, stack, where
 from tapegrad.primitive import REGISTRY, defjvp, defvjp, mark_batched, nondifferentiable, primitive
 from tapegrad.tracer import Traced, value
 
@@ -271,13 +271,24 @@ def _bessel_x(f: Any, sign: int) -> Any:
     return lambda ans, v, x: lambda g: g * (0.5 * (f(v - 1, x) + sign * f(v + 1, x)))
 
 
+def _vjp_rgamma(ans: Any, x: Any) -> Any:
+    """-rgamma digamma; at the poles of gamma (0, -1, -2...), where that is 0 * nan,
+    the limit cos(pi x) gamma(1 - x) (from the reflection formula)."""
+    nd = w.nondiff
+    xv = value(x)
+    if type(xv) is not Traced and not np.any((xv <= 0) & (xv == np.floor(xv))):  # (no pole: no where)
+        return lambda g: g * (-ans * digamma(x))
+    pole = nd["logical_and"](nd["less_equal"](x, 0), nd["equal"](x, nd["floor"](x)))
+    return lambda g: g * where(pole, w.cos(math.pi * x) * gamma(1 - x), -ans * digamma(x))
+
+
 def _vjp_ive_x(ans: Any, v: Any, x: Any) -> Any:  # iv' e^-|x| - sign(x) ive
     return lambda g: g * (0.5 * (ive(v - 1, x) + ive(v + 1, x)) - w.nondiff["sign"](x) * ans)
 
 
 _RULES: list[tuple[Any, tuple[Any, ...]]] = [
     (gamma,     (lambda ans, x: lambda g: g * (ans * digamma(x)),)),
-    (rgamma,    (lambda ans, x: lambda g: g * (-ans * digamma(x)),)),
+    (rgamma,    (_vjp_rgamma,)),
     (beta,      (lambda ans, a, b: lambda g: g * (ans * _d_beta_a(ans, a, b)),
                  lambda ans, a, b: lambda g: g * (ans * _d_beta_a(ans, b, a)))),
     (betaln,    (lambda ans, a, b: lambda g: g * _d_beta_a(ans, a, b),
