@@ -509,3 +509,44 @@ OPS += [
     case("prim_weighted_sum", lambda m, x: _prims(m).weighted_sum(x, _WEIGHTS), R(3, 4)),
     case("prim_weighted_sum_axis", lambda m, x: _prims(m).weighted_sum(x, _WEIGHTS, 1), R(3, 4)),
 ]
+
+
+# --- issue 14: scipy.special -------------------------------------------------------------------
+# (each function in each argument it is differentiable in; the others are constants: integer
+# orders, and the arguments whose derivative has no closed form, see tests/test_special_extra.py)
+_A = np.array([0.8, 1.5, 2.5, 3.5])  # shape parameters (constants)
+try:
+    import scipy.special  # noqa: F401
+except ImportError:  # pragma: no cover
+    pass
+else:
+    OPS += [
+        case("special_gamma", lambda m, x: _special(m).gamma(x), P(3, 4)),
+        case("special_gamma_neg", lambda m, x: _special(m).gamma(x - 2.0), U(3, 4)),  # (-2.8, -1.2)
+        case("special_gammasgn", lambda m, x: _special(m).gammasgn(x - 2.0) * x, U(3, 4)),
+        case("special_rgamma", lambda m, x: _special(m).rgamma(x), P(3, 4)),
+        case("special_beta", lambda m, a, b: _special(m).beta(a, b), P(3, 4), P(4)),
+        case("special_betaln", lambda m, a, b: _special(m).betaln(a, b), P(3, 1), P(3, 4)),
+        case("special_gammainc", lambda m, x: _special(m).gammainc(_A, x), P(3, 4)),
+        case("special_gammaincc", lambda m, x: _special(m).gammaincc(_A, x), P(3, 4)),
+        case("special_betainc", lambda m, x: _special(m).betainc(_A, 1.7, x), R(3, 4, lo=0.1, hi=0.9)),
+        case("special_psi", lambda m, x: _special(m).psi(x), P(3, 4)),
+        case("special_polygamma_3", lambda m, x: _special(m).polygamma(3, x), P(3, 4)),
+        case("special_multigammaln", lambda m, a: _special(m).multigammaln(a, 3), R(3, 4, lo=1.2, hi=3.0)),
+        case("special_multigammaln_0d", lambda m, a: _special(m).multigammaln(a, 1), P()),
+        case("special_erfinv", lambda m, x: _special(m).erfinv(x), U(3, 4)),
+        case("special_erfcinv", lambda m, x: _special(m).erfcinv(x), R(3, 4, lo=0.2, hi=1.8)),
+        case("special_j0", lambda m, x: _special(m).j0(x), R(3, 4)),
+        case("special_j1", lambda m, x: _special(m).j1(x), R(3, 4)),
+        case("special_jn", lambda m, x: _special(m).jn(3, x), R(3, 4)),
+        case("special_jn_orders", lambda m, x: _special(m).jn(np.array([0, 1, 2, 5]), x), R(3, 4)),
+        case("special_y0", lambda m, x: _special(m).y0(x), P(3, 4)),
+        case("special_y1", lambda m, x: _special(m).y1(x), P(3, 4)),
+        case("special_yn", lambda m, x: _special(m).yn(2, x), P(3, 4)),
+        case("special_i0", lambda m, x: _special(m).i0(x), R(3, 4)),
+        case("special_i1", lambda m, x: _special(m).i1(x), R(3, 4)),
+        case("special_iv", lambda m, x: _special(m).iv(_A, x), P(3, 4)),
+        case("special_iv_int", lambda m, x: _special(m).iv(2, x), R(3, 4)),
+        case("special_ive", lambda m, x: _special(m).ive(_A, x), P(3, 4)),
+        case("special_ive_neg", lambda m, x: _special(m).ive(3, x), R(3, 4)),
+    ]

@@ -11,6 +11,23 @@ The primitives and their rules are grouped here:
     expit' = expit (1 - expit)          logit'(p) = 1 / (p (1 - p))
     softmax: s (g - sum(g s))           log_softmax: g - exp(ans) sum(g)
 
+Issue 14's functions take their values from SciPy too (``gammasgn`` has no
+gradient; ``multigammaln`` is a sum of ``gammaln``; ``psi`` is ``digamma``):
+
+    gamma' = gamma digamma              rgamma' = -rgamma digamma
+    d/da log B(a, b) = digamma(a) - digamma(a + b)   (beta: times beta)
+    gammainc(a, .)' = x^(a-1) e^-x / Gamma(a)        gammaincc' = -gammainc'
+    betainc(a, b, .)' = x^(a-1) (1-x)^(b-1) / B(a, b)
+    erfinv' = sqrt(pi)/2 exp(erfinv^2)  erfcinv' = -sqrt(pi)/2 exp(erfcinv^2)
+    j0' = -j1   j1' = (j0 - j2)/2       jn(n, .)' = (j_{n-1} - j_{n+1})/2 (y the same)
+    i0' = i1    i1' = (i0 + i2)/2       iv(v, .)' = (i_{v-1} + i_{v+1})/2
+    ive(v, .)' = (ive_{v-1} + ive_{v+1})/2 - sign(x) ive
+
+The integer orders (``jn``/``yn``/``polygamma``'s ``n``) are not
+differentiable; ``gammainc``/``gammaincc`` in ``a``, ``betainc`` in ``a`` and
+``b``, ``iv``/``ive`` in ``v`` have no closed form: a gradient reaching them
+raises ``NotImplementedError`` naming the function and the argument.
+
 ``expit`` is a primitive for numerical stability: it is computed as
 ``exp(-logaddexp(0, -x))`` (finite for every x, no overflow warning) and its
 rule reuses the answer. ``softmax`` and ``log_softmax`` are primitives too
@@ -32,11 +49,13 @@ import numpy as np
 from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, elementwise_rule, shift_axes
 from tapegrad.numpy import wrap as w
-from tapegrad.numpy.derived import logsumexp
-from tapegrad.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive
+from tapegrad.numpy.derived import logsumexp, stack, where
+from tapegrad.primitive import REGISTRY, defjvp, defvjp, mark_batched, nondifferentiable, primitive
+from tapegrad.tracer import Traced, value
 
-__all__ = ["digamma", "erf", "erfc", "expit", "gammaln", "logit", "log_softmax", "logsumexp", "polygamma", "psi",
-           "softmax"]
+__all__ = ["beta", "betainc", "betaln", "digamma", "erf", "erfc", "erfcinv", "erfinv", "expit", "gamma",
+           "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i1", "iv", "ive", "j0", "j1", "jn", "logit",
+           "log_softmax", "logsumexp", "multigammaln", "polygamma", "psi", "rgamma", "softmax", "y0", "y1", "yn"]
 
 
 def _scipy_special(name: str) -> ModuleType:
@@ -180,5 +199,147 @@ def _batch_softmax(prim: Any) -> None:
 
 _batch_softmax(log_softmax)
 _batch_softmax(softmax)
+
+
+# --- issue 14: gamma and beta families, incomplete gamma and beta, inverses of erf, Bessel ------
+
+
+def _no_closed_form(fname: str, arg: str, argnum: int) -> Any:
+    """The rule maker of an argument whose derivative has no closed form:
+    reaching it raises ``NotImplementedError`` naming the function and the
+    argument (never a silent zero)."""
+    def maker(ans: Any, *args: Any, **kwargs: Any) -> Any:
+        def raise_(g: Any) -> Any:
+            raise NotImplementedError(
+                f"tapegrad.scipy.special.{fname}: the derivative with respect to `{arg}` "
+                f"(argument {argnum}) has no closed form and is not implemented")
+
+        return raise_
+
+    return maker
+
+
+def _from_scipy(name: str, nargs: int) -> Any:
+    """A primitive whose values are ``scipy.special.<name>``'s (SciPy imported on first call)."""
+    def fun(*args: Any) -> Any:
+        return getattr(_scipy_special(name), name)(*args)
+
+    fun.__name__ = fun.__qualname__ = f"_{name}"
+    fun.__doc__ = f"``scipy.special.{name}`` of {nargs} argument(s)."
+    return primitive(fun, name)
+
+
+gamma = _from_scipy("gamma", 1)
+rgamma = _from_scipy("rgamma", 1)
+beta = _from_scipy("beta", 2)
+betaln = _from_scipy("betaln", 2)
+gammainc = _from_scipy("gammainc", 2)
+gammaincc = _from_scipy("gammaincc", 2)
+betainc = _from_scipy("betainc", 3)
+erfinv = _from_scipy("erfinv", 1)
+erfcinv = _from_scipy("erfcinv", 1)
+j0 = _from_scipy("j0", 1)
+j1 = _from_scipy("j1", 1)
+jn = _from_scipy("jn", 2)
+y0 = _from_scipy("y0", 1)
+y1 = _from_scipy("y1", 1)
+yn = _from_scipy("yn", 2)
+i0 = _from_scipy("i0", 1)
+i1 = _from_scipy("i1", 1)
+iv = _from_scipy("iv", 2)
+ive = _from_scipy("ive", 2)
+_NEW = (gamma, rgamma, beta, betaln, gammainc, gammaincc, betainc, erfinv, erfcinv,
+        j0, j1, jn, y0, y1, yn, i0, i1, iv, ive)
+
+_SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
+
+
+def _d_beta_a(ans: Any, a: Any, b: Any) -> Any:  # d log B(a, b) / da
+    return digamma(a) - digamma(a + b)
+
+
+def _d_gammainc_x(a: Any, x: Any) -> Any:  # x^(a-1) e^(-x) / Gamma(a)
+    return w.exp((a - 1) * w.log(x) - x - gammaln(a))
+
+
+def _d_betainc_x(a: Any, b: Any, x: Any) -> Any:  # x^(a-1) (1-x)^(b-1) / B(a, b)
+    return w.exp((a - 1) * w.log(x) + (b - 1) * w.log1p(-x) - betaln(a, b))
+
+
+def _bessel_x(f: Any, sign: int) -> Any:
+    """d/dx f(v, x) = (f(v-1, x) + sign * f(v+1, x)) / 2: ``jn``, ``yn`` (sign -1), ``iv`` (+1)."""
+    return lambda ans, v, x: lambda g: g * (0.5 * (f(v - 1, x) + sign * f(v + 1, x)))
+
+
+def _vjp_rgamma(ans: Any, x: Any) -> Any:
+    """-rgamma digamma; at the poles of gamma (0, -1, -2...), where that is 0 * nan,
+    the limit cos(pi x) gamma(1 - x) (from the reflection formula)."""
+    nd = w.nondiff
+    xv = value(x)
+    if type(xv) is not Traced and not np.any((xv <= 0) & (xv == np.floor(xv))):  # (no pole: no where)
+        return lambda g: g * (-ans * digamma(x))
+    pole = nd["logical_and"](nd["less_equal"](x, 0), nd["equal"](x, nd["floor"](x)))
+    return lambda g: g * where(pole, w.cos(math.pi * x) * gamma(1 - x), -ans * digamma(x))
+
+
+def _vjp_ive_x(ans: Any, v: Any, x: Any) -> Any:  # iv' e^-|x| - sign(x) ive
+    return lambda g: g * (0.5 * (ive(v - 1, x) + ive(v + 1, x)) - w.nondiff["sign"](x) * ans)
+
+
+_RULES: list[tuple[Any, tuple[Any, ...]]] = [
+    (gamma,     (lambda ans, x: lambda g: g * (ans * digamma(x)),)),
+    (rgamma,    (_vjp_rgamma,)),
+    (beta,      (lambda ans, a, b: lambda g: g * (ans * _d_beta_a(ans, a, b)),
+                 lambda ans, a, b: lambda g: g * (ans * _d_beta_a(ans, b, a)))),
+    (betaln,    (lambda ans, a, b: lambda g: g * _d_beta_a(ans, a, b),
+                 lambda ans, a, b: lambda g: g * _d_beta_a(ans, b, a))),
+    (gammainc,  (_no_closed_form("gammainc", "a", 0),
+                 lambda ans, a, x: lambda g: g * _d_gammainc_x(a, x))),
+    (gammaincc, (_no_closed_form("gammaincc", "a", 0),
+                 lambda ans, a, x: lambda g: g * -_d_gammainc_x(a, x))),
+    (betainc,   (_no_closed_form("betainc", "a", 0), _no_closed_form("betainc", "b", 1),
+                 lambda ans, a, b, x: lambda g: g * _d_betainc_x(a, b, x))),
+    (erfinv,    (lambda ans, x: lambda g: g * (_SQRT_PI_OVER_TWO * w.exp(ans * ans)),)),
+    (erfcinv,   (lambda ans, x: lambda g: g * (-_SQRT_PI_OVER_TWO * w.exp(ans * ans)),)),
+    (j0,        (lambda ans, x: lambda g: g * -j1(x),)),
+    (j1,        (lambda ans, x: lambda g: g * (0.5 * (j0(x) - jn(2, x))),)),
+    (jn,        (None, _bessel_x(jn, -1))),  # the integer order: not differentiable
+    (y0,        (lambda ans, x: lambda g: g * -y1(x),)),
+    (y1,        (lambda ans, x: lambda g: g * (0.5 * (y0(x) - yn(2, x))),)),
+    (yn,        (None, _bessel_x(yn, -1))),
+    (i0,        (lambda ans, x: lambda g: g * i1(x),)),
+    (i1,        (lambda ans, x: lambda g: g * (0.5 * (i0(x) + iv(2, x))),)),
+    (iv,        (_no_closed_form("iv", "v", 0), _bessel_x(iv, 1))),
+    (ive,       (_no_closed_form("ive", "v", 0), _vjp_ive_x)),
+]
+for _f, _makers in _RULES:
+    defvjp(_f, *_makers)  # (forward mode transposes them, as for erf: no JVP rules)
+for _f in _NEW:
+    defbatch(_f, elementwise_rule(_f))
+
+
+_GAMMASGN: list[Any] = []  # SciPy's ufunc wrapped by nondifferentiable, made on first call
+
+
+def gammasgn(x: Any) -> Any:
+    """The sign of ``gamma(x)``, SciPy's ``gammasgn``: no gradient (piecewise constant).
+    (SciPy's own ufunc read by value: ``vmap`` maps it as a ufunc, in one call.)"""
+    if not _GAMMASGN:
+        _GAMMASGN.append(nondifferentiable(_scipy_special("gammasgn").gammasgn))
+    return _GAMMASGN[0](x)
+
+
+def multigammaln(a: Any, d: int) -> Any:
+    """The log of the multivariate gamma function, SciPy's ``multigammaln``:
+    ``d (d-1)/4 log(pi) + sum_j gammaln(a - (j-1)/2)``, a sum of ``gammaln``."""
+    d = np.asarray(d)[()]
+    if not np.isscalar(d) or np.floor(d) != d:
+        raise ValueError("d should be a positive integer (dimension)")
+    av = value(a)
+    if type(av) is not Traced and np.any(np.asarray(av) <= 0.5 * (d - 1)):
+        raise ValueError(f"condition a ({av}) > 0.5 * (d-1) ({0.5 * (d - 1)}) not met")
+    terms = gammaln(stack([a - (j - 1.0) / 2 for j in range(1, int(d) + 1)]))
+    return (d * (d - 1) * 0.25) * np.log(np.pi) + w.sum(terms, axis=0)
+
 
 mark_batched(_OWN_FROM)  # every rule here takes leading batch axes
