@@ -21,8 +21,8 @@ from tapegrad import batching as _batching
 from tapegrad.numpy import batch_rules as _batch_rules  # noqa: F401  (installs the batching rules)
 from tapegrad.numpy import derived as _d
 from tapegrad.numpy import fft, linalg, primitives  # tnp.fft, tnp.linalg, tnp.primitives
-from tapegrad.numpy import linalg_eig as _linalg_eig
 from tapegrad.numpy import jvps as _jvps  # noqa: F401  (installs the forward rules)
+from tapegrad.numpy import linalg_eig as _linalg_eig
 from tapegrad.numpy import methods as _methods
 from tapegrad.numpy import vjps as _vjps  # noqa: F401  (installs the rules)
 from tapegrad.numpy import wrap as _w
