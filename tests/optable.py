@@ -550,3 +550,58 @@ else:
         case("special_ive", lambda m, x: _special(m).ive(_A, x), P(3, 4)),
         case("special_ive_neg", lambda m, x: _special(m).ive(3, x), R(3, 4)),
     ]
+
+
+# ==============================================================================================
+# --- issue 14: fft and eig --------------------------------------------------------------------
+# ==============================================================================================
+
+
+def _spread(m: Any, x: Any) -> Any:
+    """A matrix with well-separated eigenvalues (real or complex) built from x."""
+    return 0.5 * x + np.diag(2.5 * np.arange(x.shape[-1]))
+
+
+_PAIR = np.array([[0.0, 2.0, 0.0], [-2.0, 0.0, 0.0], [0.0, 0.0, 4.0]])  # eigenvalues +-2i, 4
+
+
+def _eig(m: Any, x: Any) -> Any:
+    """Eigenvalues, and the gauge-invariant |v_ij|^2 of the eigenvectors."""
+    lam, v = m.linalg.eig(x)
+    return m.real(v * m.conj(v)) * m.real(lam)[..., None, :] + m.imag(lam)[..., :, None]
+
+
+def _eig_projections(m: Any, x: Any) -> Any:
+    """A weighted sum of the eigenvectors' projections v_j v_j^H (phase-invariant)."""
+    lam, v = m.linalg.eig(x)
+    vw = v * (1.0 + m.arange(x.shape[-1]))
+    return _ri(m, m.matmul(vw, m.conj(m.swapaxes(v, -1, -2))))
+
+
+OPS += [
+    # --- fft: real transforms in several axes, shifts
+    case("rfftn", lambda m, x: _ri(m, m.fft.rfftn(x)), R(3, 4)),
+    case("rfftn_s_axes_ortho", lambda m, x: _ri(m, m.fft.rfftn(x, s=(4, 6), axes=(0, 2), norm="ortho")), R(3, 2, 5)),
+    case("rfftn_s_truncate_forward", lambda m, x: _ri(m, m.fft.rfftn(x, s=(2, 3), axes=(-2, -1), norm="forward")), R(2, 3, 5)),
+    case("rfft2", lambda m, x: _ri(m, m.fft.rfft2(x)), R(2, 3, 4)),
+    case("rfft2_s_axes", lambda m, x: _ri(m, m.fft.rfft2(x, s=(5, 3), axes=(1, 0))), R(3, 4)),
+    case("irfftn", lambda m, x: m.fft.irfftn(x), C(3, 4)),
+    case("irfftn_s_axes_ortho", lambda m, x: m.fft.irfftn(x, s=(4, 5), axes=(-1, 0), norm="ortho"), C(3, 2, 3)),
+    case("irfftn_odd_forward", lambda m, x: m.fft.irfftn(x, s=(3, 7), axes=(0, 1), norm="forward"), C(2, 4)),
+    case("irfft2", lambda m, x: m.fft.irfft2(x), C(2, 3, 4)),
+    case("irfft2_s", lambda m, x: m.fft.irfft2(x, s=(2, 6)), C(3, 4)),
+    case("rfftn_irfftn_roundtrip", lambda m, x: m.fft.irfftn(m.fft.rfftn(x) * m.arange(1.0, 5.0), s=(3, 6), axes=(0, 1)), R(3, 6)),
+    case("fftshift", lambda m, x: m.fft.fftshift(x), R(3, 4)),
+    case("fftshift_axis", lambda m, x: m.fft.fftshift(x, axes=1), R(3, 5)),
+    case("ifftshift_axes_complex", lambda m, x: m.fft.ifftshift(x, axes=(0, -1)), C(5, 2, 3)),
+    case("fftshift_of_fft", lambda m, x: _ri(m, m.fft.ifftshift(m.fft.fftshift(m.fft.fft(x)) * m.arange(1.0, 8.0))), R(7)),
+    # --- linalg.eig (general matrices; eigenvectors through gauge-invariant functions)
+    case("linalg_eig", lambda m, x: _eig(m, _spread(m, x)), R(3, 3)),
+    case("linalg_eig_batched", lambda m, x: _eig(m, _spread(m, x)), R(2, 3, 3)),
+    case("linalg_eig_complex_pair", lambda m, x: _eig(m, 0.5 * x + _PAIR), R(3, 3)),
+    case("linalg_eig_complex", lambda m, x: _eig(m, _spread(m, x)), C(3, 3)),
+    case("linalg_eig_projections", lambda m, x: _eig_projections(m, _spread(m, x)), R(3, 3)),
+    case("linalg_eig_projections_complex", lambda m, x: _eig_projections(m, 0.5 * x + _PAIR), C(2, 3, 3)),
+    case("linalg_eigvals", lambda m, x: _ri(m, m.linalg.eigvals(0.5 * x + _PAIR)), R(3, 3)),
+    case("linalg_eigvals_complex", lambda m, x: _ri(m, m.linalg.eigvals(_spread(m, x))), C(4, 4)),
+]

@@ -22,6 +22,7 @@ from tapegrad.numpy import batch_rules as _batch_rules  # noqa: F401  (installs 
 from tapegrad.numpy import derived as _d
 from tapegrad.numpy import fft, linalg, primitives  # tnp.fft, tnp.linalg, tnp.primitives
 from tapegrad.numpy import jvps as _jvps  # noqa: F401  (installs the forward rules)
+from tapegrad.numpy import linalg_eig as _linalg_eig
 from tapegrad.numpy import methods as _methods
 from tapegrad.numpy import vjps as _vjps  # noqa: F401  (installs the rules)
 from tapegrad.numpy import wrap as _w
@@ -177,6 +178,9 @@ def _register() -> None:
 
 _register()
 
+for _name in _linalg_eig.__all__:  # tnp.linalg.eig: defined apart, as it uses linalg.solve
+    setattr(linalg, _name, getattr(_linalg_eig, _name))
+linalg.__all__ += _linalg_eig.__all__
 for _sub, _np_sub in ((linalg, _np.linalg), (fft, _np.fft)):  # np.linalg.inv(traced) and friends
     for _name in _sub.__all__:
         if callable(getattr(_np_sub, _name, None)):

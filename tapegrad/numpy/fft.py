@@ -31,7 +31,8 @@ from tapegrad.numpy import wrap as w
 from tapegrad.primitive import REGISTRY, defvjp, mark_batched, primitive
 from tapegrad.tracer import Traced, value
 
-__all__ = ["fft", "fft2", "fftn", "ifft", "ifft2", "ifftn", "irfft", "rfft"]
+__all__ = ["fft", "fft2", "fftn", "fftshift", "ifft", "ifft2", "ifftn", "ifftshift", "irfft", "irfft2",
+           "irfftn", "rfft", "rfft2", "rfftn"]
 
 _NORMS = ("backward", "ortho", "forward")
 _SWAP = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
@@ -251,6 +252,73 @@ def irfft(a: Any, n: Any = None, axis: int = -1, norm: Any = None, out: Any = No
     if n < 1:
         raise ValueError(f"Invalid number of FFT data points ({n}) specified.")
     return irfft_p(a, n=n, axis=ax, norm=_norm(norm))
+
+
+def rfftn(a: Any, s: Any = None, axes: Any = None, norm: Any = None, out: Any = None) -> Any:
+    """N-D transform of a real input, as ``numpy.fft.rfftn``: ``rfft`` along the
+    last of ``axes``, then the complex transform along the others."""
+    if not _traced(a):
+        return np.fft.rfftn(a, s, axes, norm, out=out)
+    s, axes = _nd_args(a, s, axes)
+    norm = _norm(norm)
+    a = rfft_p(a, n=s[-1], axis=axes[-1], norm=norm)
+    if len(axes) > 1:
+        a = c2c_p(a, s=s[:-1], axes=axes[:-1], norm=norm, inverse=False)
+    return a
+
+
+def irfftn(a: Any, s: Any = None, axes: Any = None, norm: Any = None, out: Any = None) -> Any:
+    """Inverse of ``rfftn``, as ``numpy.fft.irfftn``: the inverse complex
+    transform along all of ``axes`` but the last, then ``irfft`` along it."""
+    if not _traced(a):
+        return np.fft.irfftn(a, s, axes, norm, out=out)
+    last_given = s is not None
+    s, axes = _nd_args(a, s, axes)
+    if not last_given:
+        s = s[:-1] + (2 * (a.shape[axes[-1]] - 1),)
+        if s[-1] < 1:
+            raise ValueError(f"Invalid number of FFT data points ({s[-1]}) specified.")
+    norm = _norm(norm)
+    if len(axes) > 1:
+        a = c2c_p(a, s=s[:-1], axes=axes[:-1], norm=norm, inverse=True)
+    return irfft_p(a, n=s[-1], axis=axes[-1], norm=norm)
+
+
+def rfft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: Any = None, out: Any = None) -> Any:
+    """2-D transform of a real input, as ``numpy.fft.rfft2``."""
+    return rfftn(a, s, axes, norm, out)
+
+
+def irfft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: Any = None, out: Any = None) -> Any:
+    """Inverse of ``rfft2``, as ``numpy.fft.irfft2``."""
+    return irfftn(a, s, axes, norm, out)
+
+
+def _shifts(x: Any, axes: Any, sign: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    nd = np.ndim(x) if not _traced(x) else x.ndim
+    shape = np.shape(x) if not _traced(x) else x.shape
+    if axes is None:
+        axes = tuple(range(nd))
+    elif isinstance(axes, (int, np.integer)):
+        axes = (axes,)
+    axes = tuple(d.normalize_axis(int(ax), nd) for ax in axes)
+    return tuple(sign * (shape[ax] // 2) for ax in axes), axes
+
+
+def fftshift(x: Any, axes: Any = None) -> Any:
+    """The zero-frequency term moved to the centre, as ``numpy.fft.fftshift`` (a roll)."""
+    if not _traced(x):
+        return np.fft.fftshift(x, axes)
+    shift, axes = _shifts(x, axes, 1)
+    return w.roll(x, shift, axes)
+
+
+def ifftshift(x: Any, axes: Any = None) -> Any:
+    """Inverse of ``fftshift``, as ``numpy.fft.ifftshift`` (a roll)."""
+    if not _traced(x):
+        return np.fft.ifftshift(x, axes)
+    shift, axes = _shifts(x, axes, -1)
+    return w.roll(x, shift, axes)
 
 
 def __getattr__(name: str) -> Any:
