@@ -1,0 +1,118 @@
+"""tapegrad.scipy.{linalg, signal, integrate}: SciPy's values, gradients checked
+against finite differences, batching."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.numpy as tnp
+
+sl = pytest.importorskip("scipy.linalg")
+
+from tapegrad.scipy import linalg as L  # noqa: E402
+
+RNG = np.random.default_rng(0)
+A = RNG.normal(size=(4, 4)) + 4 * np.eye(4)
+SPD = A @ A.T
+
+
+def test_scipy_is_imported_lazily() -> None:
+    code = ("import sys, tapegrad, tapegrad.scipy.linalg; "
+            "assert 'scipy' not in sys.modules, 'scipy imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- linalg --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("trans", [0, 1, 2, "N", "T", "C"])
+@pytest.mark.parametrize("lower", [False, True])
+@pytest.mark.parametrize("unit", [False, True])
+@pytest.mark.parametrize("bshape", [(4,), (4, 2)])
+def test_solve_triangular(trans, lower, unit, bshape) -> None:
+    b = RNG.normal(size=bshape)
+
+    def f(a, b):
+        return L.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit)
+
+    np.testing.assert_allclose(f(A, b), sl.solve_triangular(A, b, trans=trans, lower=lower, unit_diagonal=unit))
+    tg.check_grads(f, [A, b], order=2)
+
+
+def test_solve_triangular_reads_one_triangle() -> None:
+    g = tg.grad(lambda a: tnp.sum(L.solve_triangular(a, np.ones(4), lower=True)))(A)
+    assert np.all(np.triu(g, 1) == 0)
+    g = tg.grad(lambda a: tnp.sum(L.solve_triangular(a, np.ones(4), unit_diagonal=True)))(A)
+    assert np.all(np.tril(g) == 0)
+
+
+def test_solve_triangular_complex() -> None:
+    a = A + 1j * RNG.normal(size=(4, 4))
+    b = RNG.normal(size=4) + 1j * RNG.normal(size=4)
+    for trans in (0, 1, 2):
+        np.testing.assert_allclose(L.solve_triangular(a, b, trans=trans, lower=True),
+                                   sl.solve_triangular(a, b, trans=trans, lower=True))
+
+
+def test_solve_triangular_batching() -> None:
+    As = RNG.normal(size=(3, 4, 4)) + 4 * np.eye(4)
+    Bs = RNG.normal(size=(3, 4))
+    got = tg.vmap(lambda a, b: L.solve_triangular(a, b, lower=True))(As, Bs)
+    np.testing.assert_allclose(got, [sl.solve_triangular(a, b, lower=True) for a, b in zip(As, Bs)])
+    got = tg.vmap(lambda b: L.solve_triangular(A, b, trans=1))(Bs)
+    np.testing.assert_allclose(got, [sl.solve_triangular(A, b, trans=1) for b in Bs])
+    got = tg.vmap(lambda a: L.solve_triangular(a, Bs[0]))(As)
+    np.testing.assert_allclose(got, [sl.solve_triangular(a, Bs[0]) for a in As])
+    f = lambda a: L.solve_triangular(a, Bs[0], lower=True)  # noqa: E731
+    np.testing.assert_allclose(tg.jacrev(f)(A), tg.jacfwd(f)(A))
+    np.testing.assert_allclose(tg.jit(f)(A), f(A))
+    g = tg.grad(lambda a: tnp.sum(tg.vmap(f)(a) ** 2))(As)
+    np.testing.assert_allclose(g, [tg.grad(lambda a: tnp.sum(f(a) ** 2))(a) for a in As])
+
+
+def test_solve_triangular_errors() -> None:
+    with pytest.raises(ValueError, match="trans"):
+        L.solve_triangular(A, np.ones(4), trans=3)
+    with pytest.raises(ValueError, match="incompatible"):
+        L.solve_triangular(A, np.ones(3))
+
+
+def test_cholesky_defaults_to_upper() -> None:
+    np.testing.assert_allclose(L.cholesky(SPD), sl.cholesky(SPD))
+    np.testing.assert_allclose(L.cholesky(SPD, lower=True), sl.cholesky(SPD, lower=True))
+    # only the upper (lower) triangle is read, as SciPy
+    junk = np.triu(SPD) + np.tril(RNG.normal(size=(4, 4)), -1)
+    np.testing.assert_allclose(L.cholesky(junk), sl.cholesky(junk))
+    tg.check_grads(lambda a: L.cholesky(a @ a.T), [A], order=2)
+    tg.check_grads(lambda a: L.cholesky(a @ a.T, lower=True), [A], order=2)
+    traced = tg.vjp(lambda a: L.cholesky(a), junk)[0]
+    np.testing.assert_allclose(traced, sl.cholesky(junk))
+
+
+def test_sqrtm_spd() -> None:
+    np.testing.assert_allclose(L.sqrtm(SPD), sl.sqrtm(SPD))
+    tg.check_grads(lambda a: L.sqrtm(a @ a.T), [A], modes=("rev",), order=2)
+    tg.check_grads(lambda a: L.sqrtm(a @ a.T), [A], modes=("fwd",), order=1)
+    x = tg.grad(lambda s: tnp.trace(L.sqrtm(s)))(SPD)  # d tr sqrt(S) = 1/2 S^-1/2
+    np.testing.assert_allclose(x, 0.5 * np.linalg.inv(sl.sqrtm(SPD)), rtol=1e-8)
+
+
+def test_sqrtm_batching() -> None:
+    As = RNG.normal(size=(3, 4, 4)) + 4 * np.eye(4)
+    S = As @ As.transpose(0, 2, 1)
+    np.testing.assert_allclose(tg.vmap(L.sqrtm)(S), [sl.sqrtm(s) for s in S])
+    np.testing.assert_allclose(L.sqrtm(S), [sl.sqrtm(s) for s in S])
+    f = lambda a: L.sqrtm(a @ a.T)  # noqa: E731
+    np.testing.assert_allclose(tg.jacrev(f)(A), tg.jacfwd(f)(A), atol=1e-10)
+
+
+def test_solve_sylvester() -> None:
+    b = RNG.normal(size=(4, 4)) + 3 * np.eye(4)
+    q = RNG.normal(size=(4, 4))
+    np.testing.assert_allclose(L.solve_sylvester(A, b, q), sl.solve_sylvester(A, b, q))
+    tg.check_grads(L.solve_sylvester, [A, b, q], modes=("rev",), order=2)
