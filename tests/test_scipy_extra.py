@@ -22,7 +22,7 @@ SPD = A @ A.T
 
 
 def test_scipy_is_imported_lazily() -> None:
-    code = ("import sys, tapegrad, tapegrad.scipy.linalg; "
+    code = ("import sys, tapegrad, tapegrad.scipy.linalg, tapegrad.scipy.signal; "
             "assert 'scipy' not in sys.modules, 'scipy imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -116,3 +116,31 @@ def test_solve_sylvester() -> None:
     q = RNG.normal(size=(4, 4))
     np.testing.assert_allclose(L.solve_sylvester(A, b, q), sl.solve_sylvester(A, b, q))
     tg.check_grads(L.solve_sylvester, [A, b, q], modes=("rev",), order=2)
+
+
+# --- signal --------------------------------------------------------------------------------------
+
+from tapegrad.scipy.signal import convolve  # noqa: E402
+
+SHAPES = [((7,), (3,)), ((3,), (7,)), ((6,), (4,)), ((5, 4), (2, 3)), ((2, 3), (5, 4)), ((5, 5), (3, 2))]
+
+
+@pytest.mark.parametrize("shapes", SHAPES)
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("method", ["direct", "fft"])
+def test_convolve(shapes, mode, method) -> None:
+    ss = pytest.importorskip("scipy.signal")
+    x, y = RNG.normal(size=shapes[0]), RNG.normal(size=shapes[1])
+    np.testing.assert_allclose(convolve(x, y, mode, method), ss.convolve(x, y, mode, method), atol=1e-12)
+    tg.check_grads(lambda a, b: convolve(a, b, mode=mode, method=method), [x, y], order=2)
+
+
+def test_convolve_batching_and_errors() -> None:
+    ss = pytest.importorskip("scipy.signal")
+    xs, y = RNG.normal(size=(3, 7)), RNG.normal(size=3)
+    f = lambda x: convolve(x, y, "same")  # noqa: E731
+    np.testing.assert_allclose(tg.vmap(f)(xs), [ss.convolve(x, y, "same") for x in xs])
+    np.testing.assert_allclose(tg.jit(f)(xs[0]), f(xs[0]))
+    np.testing.assert_allclose(tg.jacrev(f)(xs[0]), tg.jacfwd(f)(xs[0]))
+    with pytest.raises(ValueError, match="mode"):
+        convolve(xs[0], y, "nope")
