@@ -22,7 +22,7 @@ SPD = A @ A.T
 
 
 def test_scipy_is_imported_lazily() -> None:
-    code = ("import sys, tapegrad, tapegrad.scipy.linalg, tapegrad.scipy.signal; "
+    code = ("import sys, tapegrad, tapegrad.scipy.linalg, tapegrad.scipy.signal, tapegrad.scipy.integrate; "
             "assert 'scipy' not in sys.modules, 'scipy imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -144,3 +144,61 @@ def test_convolve_batching_and_errors() -> None:
     np.testing.assert_allclose(tg.jacrev(f)(xs[0]), tg.jacfwd(f)(xs[0]))
     with pytest.raises(ValueError, match="mode"):
         convolve(xs[0], y, "nope")
+
+
+# --- integrate -----------------------------------------------------------------------------------
+
+from tapegrad.scipy.integrate import odeint  # noqa: E402
+
+CHECK = dict(modes=("rev",), order=1, rtol=1e-4, atol=1e-5, eps=1e-5)
+
+
+def _decay(y, t, k):
+    return -k * y
+
+
+def test_odeint_exponential_decay() -> None:
+    pytest.importorskip("scipy.integrate")
+    t, y0, k = np.linspace(0.0, 2.0, 5), np.array([1.0, 2.0]), np.array(0.7)
+    np.testing.assert_allclose(odeint(_decay, y0, t, k), y0 * np.exp(-0.7 * t)[:, None], atol=1e-7)
+    tg.check_grads(lambda y0, t, k: odeint(_decay, y0, t, k), [y0, t, k], **CHECK)
+    # analytic: d/dk sum y(t) = sum(-t y0 exp(-k t))
+    g = tg.grad(lambda k: tnp.sum(odeint(_decay, y0, t, k)))(k)
+    np.testing.assert_allclose(g, np.sum(-t[:, None] * y0 * np.exp(-0.7 * t)[:, None]), rtol=1e-5)
+
+
+def test_odeint_linear_system() -> None:
+    sla = pytest.importorskip("scipy.linalg")
+    M = np.array([[-0.5, 1.0], [-1.0, -0.3]])
+    t, y0 = np.linspace(0.0, 2.0, 4), np.array([1.0, 2.0])
+
+    def lin(y, t, M):
+        return tnp.dot(M, y)
+
+    np.testing.assert_allclose(odeint(lin, y0, t, M), [sla.expm(M * s) @ y0 for s in t], atol=1e-7)
+    tg.check_grads(lambda y0, t, M: odeint(lin, y0, t, M), [y0, t, M], **CHECK)
+
+
+def test_odeint_lotka_volterra_and_pytree_args() -> None:
+    pytest.importorskip("scipy.integrate")
+
+    def lv(y, t, p):
+        return tnp.stack([p["a"] * y[0] - p["b"] * y[0] * y[1], -p["c"] * y[1] + p["d"] * y[0] * y[1]])
+
+    keys = "abcd"
+
+    def f(y0, t, a, b, c, d):
+        return odeint(lv, y0, t, dict(zip(keys, (a, b, c, d))))
+
+    ps = [np.array(1.0), np.array(0.5), np.array(1.0), np.array(0.3)]
+    tg.check_grads(f, [np.array([1.0, 0.8]), np.linspace(0.0, 3.0, 4), *ps], **CHECK)
+
+
+def test_odeint_vmap_and_second_order_error() -> None:
+    pytest.importorskip("scipy.integrate")
+    t, k = np.linspace(0.0, 1.0, 3), np.array(0.5)
+    y0s = np.array([[1.0], [2.0], [3.0]])
+    got = tg.vmap(lambda y0: odeint(_decay, y0, t, k))(y0s)
+    np.testing.assert_allclose(got, [odeint(_decay, y0, t, k) for y0 in y0s])
+    with pytest.raises(NotImplementedError, match="odeint_adjoint"):
+        tg.grad(tg.grad(lambda k: tnp.sum(odeint(_decay, y0s[0], t, k))))(k)
