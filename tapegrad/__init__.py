@@ -11,6 +11,7 @@ from tapegrad import optimizers
 from tapegrad.batching import defbatch
 from tapegrad.compile import jit
 from tapegrad.debug import debug_nans
+from tapegrad.flatten import ravel_pytree
 from tapegrad.primitive import defjvp, defvjp, defvjp_argnum, primitive
 from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
 from tapegrad.tape import Tape
@@ -58,6 +59,7 @@ __all__ = [
     "jvp",
     "optimizers",
     "primitive",
+    "ravel_pytree",
     "stop_gradient",
     "tree_flatten",
     "tree_map",
