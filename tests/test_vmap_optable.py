@@ -382,7 +382,6 @@ MORE_OPS: list[Case] = [
     case("index_add_nbatch", lambda m, g: _scatter(m, g), R(2, 3)),
 ]
 
-KNOWN["pad_edge/vgrad"] = KNOWN["pad_edge/gradv"] = "vjps.py _vjp_pad: only mode='constant' has a VJP"
 
 
 def _scatter(m: Any, g: Any) -> Any:
