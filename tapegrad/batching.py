@@ -355,7 +355,7 @@ def _bound_axis(bound: inspect.BoundArguments) -> tuple[Any, dict[str, Any]]:
 
 def _axis_rule(again: Callable[..., Any], raw: list[Any], batched: list[bool], size: int,
                kwargs: dict[str, Any], bound: inspect.BoundArguments) -> Any:
-    """Reductions and sorts along ``axis`` (argmax argmin argsort count_nonzero any all): the
+    """Reductions and sorts along ``axis`` (argmax argmin argsort argpartition count_nonzero any all): the
     axis shifted past the batch; None (argsort's 0-d examples too) means over the flattened
     example."""
     if any(batched[1:]):
@@ -482,7 +482,7 @@ def _digitize_rule(again: Callable[..., Any], raw: list[Any], batched: list[bool
 
 
 _NONDIFF_RULES: dict[str, Callable[..., Any]] = {
-    **dict.fromkeys("argmax argmin argsort count_nonzero any all".split(), _axis_rule),
+    **dict.fromkeys("argmax argmin argsort argpartition count_nonzero any all".split(), _axis_rule),
     **dict.fromkeys(_ELEMENTWISE, _elementwise_rule),
     "allclose": _allclose_rule,
     "array_equal": _array_equal_rule,

@@ -605,3 +605,67 @@ OPS += [
     case("linalg_eigvals", lambda m, x: _ri(m, m.linalg.eigvals(0.5 * x + _PAIR)), R(3, 3)),
     case("linalg_eigvals_complex", lambda m, x: _ri(m, m.linalg.eigvals(_spread(m, x))), C(4, 4)),
 ]
+
+
+# --- issue 14: NumPy names ----------------------------------------------------------------------------
+
+_COORDS = np.array([0.0, 0.5, 1.5, 1.75, 3.0])
+_PW = ((2, 3), (1, 4))
+
+
+def _pad(mode: str, **kw: Any) -> Case:
+    suffix = "_".join(f"{k}" for k in kw)
+    return case(f"pad_{mode}{'_' + suffix if suffix else ''}", lambda m, x: m.pad(x, _PW, mode=mode, **kw), R(3, 4))
+
+
+OPS += [
+    case("append_flat", lambda m, x, y: m.append(x, y), R(2, 3), R(4)),
+    case("append_axis", lambda m, x, y: m.append(x, y, axis=1), R(2, 3), R(2, 2)),
+    case("r_slices", lambda m, x, y: m.r_[0:3, x, 2.5, y, 0:1:3j], R(4), R(2)),
+    case("r_directive", lambda m, x, y: m.r_["1,2,0", x, y], R(3), R(3, 2)),
+    case("c_", lambda m, x, y: m.c_[x, y, 1:4], R(3), R(3, 2)),
+    case("vsplit", lambda m, x: m.vsplit(x, [1])[1], R(3, 4)),
+    case("hsplit", lambda m, x: m.stack(m.hsplit(x, 2)), R(3, 4)),
+    case("dsplit", lambda m, x: m.dsplit(x, [1, 3])[1] * 2.0, R(2, 2, 4)),
+    case("flipud", lambda m, x: m.flipud(x), R(3, 4)),
+    case("fliplr", lambda m, x: m.fliplr(x), R(3, 4)),
+    case("rot90", lambda m, x: m.rot90(x), R(3, 4)),
+    case("rot90_k2", lambda m, x: m.rot90(x, 2), R(3, 4)),
+    case("rot90_k3_axes", lambda m, x: m.rot90(x, -1, axes=(2, 0)), R(2, 3, 4)),
+    case("rollaxis", lambda m, x: m.rollaxis(x, 2), R(2, 3, 4)),
+    case("rollaxis_start", lambda m, x: m.rollaxis(x, 0, 3), R(2, 3, 4)),
+    case("partition", lambda m, x: m.partition(x, 2), R(3, 5)),
+    case("partition_axis0", lambda m, x: m.partition(x, (0, 2), axis=0), R(4, 3)),
+    case("gradient_1d", lambda m, x: m.gradient(x), R(5)),
+    case("gradient_2d", lambda m, x: m.stack(m.gradient(x, 0.5)), R(3, 5)),
+    case("gradient_coords_edge2", lambda m, x: m.gradient(x, _COORDS, axis=1, edge_order=2), R(3, 5)),
+    case("gradient_coords", lambda m, x: m.stack(m.gradient(x, 2.0, _COORDS)), R(3, 5)),
+    case("diff", lambda m, x: m.diff(x), R(3, 4)),
+    case("diff_n2_axis0", lambda m, x: m.diff(x, 2, axis=0), R(4, 3)),
+    case("diff_prepend_append", lambda m, x, y: m.diff(x, prepend=1.5, append=y), R(3, 4), R(3, 2)),
+    case("fabs", lambda m, x: m.fabs(x), R(3, 4)),
+    case("nan_to_num", lambda m, x: m.nan_to_num(x, posinf=1.0), R(3, 4)),
+    case("real_if_close_real", lambda m, x: m.real_if_close(x), R(3, 4)),
+    _pad("constant", constant_values=1.5),
+    _pad("edge"),
+    _pad("reflect"),
+    _pad("reflect", reflect_type="odd"),
+    _pad("symmetric"),
+    _pad("symmetric", reflect_type="odd"),
+    _pad("wrap"),
+    _pad("linear_ramp"),
+    _pad("linear_ramp", end_values=((1.0, -2.0), (0.5, 3.0))),
+    _pad("maximum"),
+    _pad("minimum", stat_length=2),
+    _pad("mean"),
+    _pad("mean", stat_length=((1, 2), (3, 2))),
+    _pad("median"),
+    _pad("median", stat_length=3),
+    case("pad_reflect_wide", lambda m, x: m.pad(x, (5, 7), mode="reflect", reflect_type="odd"), R(3)),
+    case("einsum_interleaved", lambda m, x, y: m.einsum(x, [0, 1], y, [1, 2]), R(3, 4), R(4, 2)),
+    case("einsum_interleaved_out", lambda m, x, y: m.einsum(x, [0, 1], y, [1, 2], [2, 0]), R(3, 4), R(4, 2)),
+    case("einsum_interleaved_ellipsis", lambda m, x, y: m.einsum(x, [Ellipsis, 1], y, [1], [Ellipsis]), R(2, 3, 4), R(4)),
+    case("mean_list", lambda m, x: m.mean([x, x + 2.0], axis=0), R(3)),
+    case("var_list", lambda m, x: m.var([x, x * x]), R(3)),
+    case("norm_list", lambda m, x: m.linalg.norm([x, x + 2.0]), R(3)),
+]

@@ -38,8 +38,8 @@ def test_plain_numpy_logistic_regression_differentiates_as_written() -> None:
 
 
 def test_numpy_function_without_a_rule_raises_naming_it() -> None:
-    with pytest.raises(TypeError, match=r"numpy\.\w*gradient has no differentiation rule"):
-        tg.grad(lambda x: np.sum(np.gradient(x)))(np.ones(4))
+    with pytest.raises(TypeError, match=r"numpy\.\w*unwrap has no differentiation rule"):
+        tg.grad(lambda x: np.sum(np.unwrap(x)))(np.ones(4))
     with pytest.raises(TypeError, match=r"numpy\.spacing has no differentiation rule"):
         tg.grad(lambda x: np.sum(np.spacing(x)))(np.ones(4))
 

@@ -162,8 +162,11 @@ _BUILTINS_SCRIPT = textwrap.dedent("""
     import tapegrad.scipy.special, tapegrad.torch
     from tapegrad.primitive import REGISTRY
     assert len(REGISTRY) > 50, len(REGISTRY)
+    # (tapegrad.scipy's convolve and odeint declare rules of one cotangent at a time: the
+    # engine maps them over a batch, as it maps a user's)
+    one_at_a_time = {"convolve", "odeint", "odeint_adjoint"}
     bad = [p.name for p in REGISTRY if not (p.vjps_batched and p.jvps_batched)]
-    assert not bad, bad
+    assert set(bad) <= one_at_a_time, bad
     print(len(REGISTRY))
 """)
 

@@ -76,6 +76,25 @@ from tapegrad.numpy.derived import (
     vstack,
     where,
 )
+from tapegrad.numpy.shape_extra import (
+    append,
+    c_,
+    diff,
+    dsplit,
+    fabs,
+    fliplr,
+    flipud,
+    gradient,
+    hsplit,
+    nan_to_num,
+    pad,
+    partition,
+    r_,
+    real_if_close,
+    rollaxis,
+    rot90,
+    vsplit,
+)
 from tapegrad.numpy.wrap import (
     absolute,
     add,
@@ -119,7 +138,6 @@ from tapegrad.numpy.wrap import (
     minimum,
     multiply,
     negative,
-    pad,
     positive,
     power,
     prod,

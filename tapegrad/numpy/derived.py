@@ -22,17 +22,26 @@ from tapegrad.tracer import Traced, value
 
 
 def _traced(*xs: Any) -> bool:
-    return builtins.any(type(x) is Traced for x in xs)
+    """Whether any argument is traced or is a list or tuple holding a traced value."""
+    return builtins.any(type(x) is Traced or (isinstance(x, (list, tuple)) and _holds_traced(x)) for x in xs)
 
 
 def _arr(a: Any) -> Any:
-    return a if type(a) is Traced or hasattr(a, "ndim") else np.asarray(a)
+    if type(a) is Traced or hasattr(a, "ndim"):
+        return a
+    return array(a) if _holds_traced(a) else np.asarray(a)
+
+
+def _listed(a: Any) -> Any:
+    """A list or tuple that holds traced values, as one traced array (NumPy's array_like)."""
+    return array(a) if type(a) is not Traced and _holds_traced(a) else a
 
 
 # --- reductions --------------------------------------------------------------------------
 
 
 def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+    a = _listed(a)
     if not _traced(a):
         return np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
     if dtype is None:  # one entry (the fused primitive)
@@ -42,6 +51,7 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims:
 
 
 def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0, keepdims: bool = False, **kw: Any) -> Any:
+    a = _listed(a)
     if not _traced(a):
         return np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kw)
     d = a - mean(a, axis=axis, dtype=dtype, keepdims=True)
@@ -50,6 +60,7 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: floa
 
 
 def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0, keepdims: bool = False, **kw: Any) -> Any:
+    a = _listed(a)
     if not _traced(a):
         return np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kw)
     return w.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
@@ -58,6 +69,7 @@ def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: floa
 def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *, keepdims: bool = False) -> Any:
     if not _traced(a, weights):
         return np.average(a, axis=axis, weights=weights, returned=returned, keepdims=keepdims)
+    a, weights = _listed(a), _listed(weights)
     a = _arr(a)
     if weights is None:
         avg = mean(a, axis=axis, keepdims=keepdims)
@@ -221,6 +233,7 @@ def _axis_slice(a: Any, axis: int, start: int, stop: int) -> Any:
 def array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
     if not _traced(ary):
         return np.array_split(ary, indices_or_sections, axis=axis)
+    ary = _arr(ary)
     n = ary.shape[axis]
     if isinstance(indices_or_sections, (int, np.integer)):
         k = int(indices_or_sections)
@@ -244,6 +257,7 @@ def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
 def tile(A: Any, reps: Any) -> Any:
     if not _traced(A):
         return np.tile(A, reps)
+    A = _arr(A)
     reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
     nd = builtins.max(A.ndim, len(reps))
     reps = (1,) * (nd - len(reps)) + reps
@@ -257,6 +271,7 @@ def tile(A: Any, reps: Any) -> Any:
 def take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
     if not _traced(a, indices):
         return np.take(a, indices, axis=axis, mode=mode)
+    a = _arr(a)
     if type(indices) is not Traced:  # (positions a jit computed stay traced: the jit records them)
         indices = np.asarray(indices)
     if axis is None:
@@ -268,6 +283,7 @@ def take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "r
 def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
     if not _traced(a):
         return np.repeat(a, repeats, axis=axis)
+    a = _arr(a)
     if axis is None:
         a, axis = ravel(a), 0
     n = a.shape[axis]
@@ -283,6 +299,7 @@ def _this_module() -> Any:
 def take_along_axis(arr: Any, indices: Any, axis: Any) -> Any:
     if not _traced(arr):
         return np.take_along_axis(arr, indices, axis)
+    arr = _arr(arr)
     if axis is None:
         arr, axis = ravel(arr), 0
     ax = normalize_axis(axis, arr.ndim)
@@ -307,6 +324,7 @@ def take_along_axis(arr: Any, indices: Any, axis: Any) -> Any:
 def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None) -> Any:
     if not _traced(a):
         return np.sort(a, axis=axis, kind=kind, order=order)
+    a = _arr(a)
     if axis is None:
         a, axis = ravel(a), -1
     idx = np.argsort(value(a), axis=axis, kind=kind)
@@ -325,6 +343,7 @@ def diag(v: Any, k: int = 0) -> Any:
 def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> Any:
     if not _traced(a):
         return np.trace(a, offset, axis1, axis2, dtype=dtype)
+    a = _arr(a)
     return w.sum(w.diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
@@ -416,9 +435,29 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axi
     return moveaxis(c, -1, axisc)
 
 
+def _sublist(sub: Any) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    out = []
+    for s in sub:
+        if s is Ellipsis:
+            out.append("...")
+        elif isinstance(s, (int, np.integer)) and 0 <= s < 52:
+            out.append(letters[int(s)])
+        else:
+            raise ValueError("subscript is not within the valid range [0, 52)")
+    return "".join(out)
+
+
 def einsum(*operands: Any, optimize: Any = False, **kw: Any) -> Any:
-    if not isinstance(operands[0], str):
-        raise TypeError("tapegrad einsum: only the subscripts-string form is supported")
+    if not isinstance(operands[0], str):  # the interleaved form: op0, sublist0, op1, sublist1, ..., [out]
+        ops, subs = operands[0::2], operands[1::2]
+        spec = ",".join(_sublist(s) for s in subs[: len(ops)])
+        if len(operands) % 2:  # an output sublist
+            spec += "->" + _sublist(ops[-1])
+            ops = ops[:-1]
+        if len(subs) < len(ops):
+            raise ValueError("einsum: each operand needs a sublist")
+        operands = (spec, *ops)
     return w.einsum_args(operands[0], *[_arr(o) for o in operands[1:]], optimize=optimize, **kw)
 
 

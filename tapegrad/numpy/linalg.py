@@ -611,6 +611,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     """Matrix or vector norm, as ``numpy.linalg.norm`` (every ``ord`` NumPy
     accepts). The 2-norm and Frobenius norm have gradient 0 at the zero
     vector, their minimum (a subgradient), instead of NaN."""
+    x = d._listed(x)  # (a list holding traced values: NumPy's array_like)
     if not _traced(x):
         return np.linalg.norm(x, ord, axis, keepdims)
     nd = x.ndim

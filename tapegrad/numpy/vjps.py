@@ -376,8 +376,19 @@ def _vjp_roll(ans: Any, x: Any, shift: Any, axis: Any = None) -> Vjp:
 
 
 def _vjp_pad(ans: Any, x: Any, pad_width: Any, mode: str = "constant", **kw: Any) -> Vjp:
-    if mode != "constant":
-        raise NotImplementedError(f"VJP of `pad` with mode={mode!r} is not defined (only 'constant')")
+    if mode in ("edge", "wrap") or (mode in ("reflect", "symmetric") and kw.get("reflect_type", "even") == "even"):
+        # a gather: the transpose scatter-adds each entry of g onto its source (NumPy pads an index array)
+        src = Index((np.pad(np.arange(x.size).reshape(x.shape), pad_width, mode=mode).ravel(),), 1)
+        nd = ans.ndim
+
+        def vjp(g: Any) -> Any:
+            lead = tuple(g.shape[: g.ndim - nd])
+            flat = w.index_add(d.reshape(g, lead + (-1,)), src, (x.size,), len(lead))
+            return d.reshape(flat, lead + tuple(x.shape))
+
+        return vjp
+    if mode not in ("constant", "empty"):
+        raise NotImplementedError(f"VJP of the primitive `pad` with mode={mode!r} is not defined: tnp.pad derives it")
     widths = np.broadcast_to(np.asarray(pad_width, dtype=int), (x.ndim, 2))
     key = (Ellipsis,) + tuple(slice(lo, lo + n) for (lo, _), n in zip(widths, x.shape))
     return lambda g: g[key]

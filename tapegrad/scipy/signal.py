@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.batching import defbatch
 from tapegrad.numpy import wrap as w
 from tapegrad.primitive import defvjp, primitive
 from tapegrad.tracer import Traced, value
@@ -67,6 +68,27 @@ def _vjp_maker(other: int) -> Any:
 
 
 defvjp(convolve_p, _vjp_maker(1), _vjp_maker(0))  # (rules of one cotangent: the batch loops)
+
+
+def _batch_convolve(args: Any, batched: Any, size: int, mode: str = "full", method: str = "auto") -> Any:
+    """vmap: one batched operand convolves as one N+1-dimensional convolution
+    with a kernel of length 1 along the batch (SciPy's modes then crop the
+    batch axis to itself). Both batched, or a 'valid'/'same' case where SciPy
+    would swap or crop by the other operand: None (a loop over the batch)."""
+    in1, in2 = args[0], args[1]
+    mode = args[2] if len(args) > 2 else mode
+    method = args[3] if len(args) > 3 else method
+    if batched[0] and not batched[1]:
+        k = w.reshape_c(in2, (1,) + tuple(in2.shape))
+        if mode == "valid" and any(a < b for a, b in zip(in1.shape[1:], in2.shape)):
+            return None
+        return convolve_p(in1, k, mode=mode, method=method)
+    if batched[1] and not batched[0] and mode == "full":  # (full convolution commutes)
+        return convolve_p(in2, w.reshape_c(in1, (1,) + tuple(np.shape(in1))), mode=mode, method=method)
+    return None
+
+
+defbatch(convolve_p, _batch_convolve)
 
 
 def convolve(in1: Any, in2: Any, mode: str = "full", method: str = "auto") -> Any:
