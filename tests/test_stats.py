@@ -237,3 +237,34 @@ def test_scipy_is_imported_only_when_used() -> None:
                        env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["False", "False", "True"]
+
+
+def test_vmap_over_parameters() -> None:
+    mus = np.array([0.5, 2.0, 4.0])
+    _close(tg.vmap(lambda mu: st.poisson.cdf(2.0, mu))(mus), ss.poisson.cdf(2, mus))
+    dfs = np.array([1.0, 2.5, 9.0])
+    _close(tg.vmap(lambda df: st.t.cdf(1.0, df, scale=2.0))(dfs), ss.t.cdf(1.0, dfs, scale=2.0))
+    covs = np.stack([COV, 2 * COV, np.diag([1.0, 2.0, 3.0])])
+    _close(tg.vmap(lambda c: st.multivariate_normal.logpdf(XM, MEAN, c))(covs),
+           np.stack([ss.multivariate_normal.logpdf(XM, MEAN, c) for c in covs]))
+    alphas = np.array([[1.0, 2.0, 3.0], [2.0, 2.0, 2.0]])
+    _close(tg.vmap(lambda a: st.dirichlet.logpdf(XD[:, 0], a))(alphas),
+           np.array([ss.dirichlet.logpdf(XD[:, 0], a) for a in alphas]))
+
+
+def test_hessians_and_forward_mode() -> None:
+    x = np.array([0.5, 1.5, 2.0])
+    h = tg.hessian(lambda v: st.gamma.cdf(v, 2.5).sum())(x)
+    np.testing.assert_allclose(h, np.diag((ss.gamma.pdf(x + 1e-6, 2.5) - ss.gamma.pdf(x - 1e-6, 2.5)) / 2e-6),
+                               rtol=1e-6, atol=1e-12)
+    j = tg.jacfwd(lambda mu: st.poisson.cdf(np.arange(3.0), mu))(np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(j, np.diag(-ss.poisson.pmf(np.arange(3), [1.0, 2.0, 3.0])), rtol=1e-12, atol=0)
+    with pytest.raises(NotImplementedError, match="`a`"):
+        tg.jvp(lambda a: st.gamma.cdf(1.0, a), (2.0,), (1.0,))
+
+
+def test_outside_the_support_the_gradient_is_zero() -> None:
+    x = np.array([-1.0, 0.5, 2.0])
+    np.testing.assert_array_equal(tg.elementwise_grad(lambda v: st.beta.logpdf(v, 2.5, 1.5))(x)[[0, 2]], 0.0)
+    np.testing.assert_array_equal(tg.elementwise_grad(lambda v: st.beta.cdf(v, 2.5, 1.5))(x)[[0, 2]], 0.0)
+    np.testing.assert_array_equal(tg.elementwise_grad(lambda v: st.gamma.logsf(v, 2.5))(x)[0], 0.0)
