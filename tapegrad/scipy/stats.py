@@ -28,6 +28,7 @@ called (``ImportError`` saying so if it is missing).
 
 from __future__ import annotations
 
+import functools
 import math
 from types import ModuleType
 from typing import Any
@@ -532,6 +533,23 @@ class _MultivariateNormal:
         """The density at ``x``: ``exp(logpdf)``."""
         return tnp.exp(self.logpdf(x, mean, cov, allow_singular))
 
+
+def _quiet(fn: Any) -> Any:
+    """``fn`` with NumPy's divide-by-zero warnings off (``log(0) = -inf`` at and past the
+    support's ends is the answer, as SciPy gives it silently)."""
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        with np.errstate(divide="ignore"):
+            return fn(*args, **kwargs)
+
+    return wrapped
+
+
+for _cls in (_Continuous, _Poisson, _Dirichlet, _MultivariateNormal):
+    for _name in ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "logpmf", "pmf"):
+        if _name in vars(_cls):
+            setattr(_cls, _name, _quiet(vars(_cls)[_name]))
 
 norm = _Norm()
 t = _T()
