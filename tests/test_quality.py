@@ -14,7 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TYPED = [
     "tapegrad/__init__.py", "tapegrad/tape.py", "tapegrad/tracer.py", "tapegrad/primitive.py",
     "tapegrad/pytree.py", "tapegrad/backend.py", "tapegrad/testing.py", "tapegrad/debug.py",
-    "tapegrad/optimizers.py", "tapegrad/flatten.py",
+    "tapegrad/optimizers.py", "tapegrad/flatten.py", "tapegrad/scipy/stats.py",
     "tapegrad/transforms", "tapegrad/torch",
 ]
 

@@ -1,5 +1,5 @@
-"""tapegrad.scipy: differentiable SciPy functions (``special``, ``linalg``,
-``signal``, ``integrate``).
+"""tapegrad.scipy: differentiable SciPy functions (``special``, ``stats``,
+``linalg``, ``signal``, ``integrate``).
 
 SciPy is not a dependency of tapegrad: importing this package works without
 it, and the functions that need SciPy's values import it when first called,
@@ -7,6 +7,6 @@ raising ``ImportError`` that says so if it is missing. ``expit``, ``logit``
 and ``logsumexp`` need only NumPy.
 """
 
-from tapegrad.scipy import integrate, linalg, signal, special
+from tapegrad.scipy import integrate, linalg, signal, special, stats
 
-__all__ = ["integrate", "linalg", "signal", "special"]
+__all__ = ["integrate", "linalg", "signal", "special", "stats"]
