@@ -38,7 +38,12 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad.batching import defbatch, elementwise_rule
 from tapegrad.primitive import REGISTRY, defvjp, mark_batched, primitive
-from tapegrad.scipy.special import gammaln
+from tapegrad.scipy.special import (  # (their rules: the density in x)
+    betainc,
+    gammainc,
+    gammaincc,
+    gammaln,
+)
 from tapegrad.tracer import value
 
 __all__ = ["beta", "chi2", "dirichlet", "gamma", "multivariate_normal", "norm", "poisson", "t"]
@@ -71,25 +76,10 @@ def _stdtr(df: Any, x: Any) -> Any:
     return _sc("t.cdf").stdtr(df, x)
 
 
-def _gammainc(a: Any, x: Any) -> Any:
-    return _sc("gamma.cdf").gammainc(a, x)
-
-
-def _gammaincc(a: Any, x: Any) -> Any:
-    return _sc("gamma.sf").gammaincc(a, x)
-
-
-def _betainc(a: Any, b: Any, x: Any) -> Any:
-    return _sc("beta.cdf").betainc(a, b, x)
-
-
 _OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
 ndtr = primitive(_ndtr, "ndtr")
 log_ndtr = primitive(_log_ndtr, "log_ndtr")
 stdtr = primitive(_stdtr, "stdtr")
-gammainc = primitive(_gammainc, "gammainc")
-gammaincc = primitive(_gammaincc, "gammaincc")
-betainc = primitive(_betainc, "betainc")
 
 
 def _no_closed_form(fn: str, arg: str) -> Any:
@@ -110,30 +100,12 @@ def _t_pdf(df: Any, x: Any) -> Any:
     return tnp.exp(_t_logpdf(x, df))
 
 
-def _gamma_pdf(a: Any, x: Any) -> Any:  # x^(a-1) e^-x / Gamma(a), 0 for x <= 0
-    pos = x > 0
-    xs = tnp.where(pos, x, 1.0)
-    return tnp.where(pos, tnp.exp((a - 1) * tnp.log(xs) - xs - gammaln(a)), 0.0)
-
-
-def _beta_pdf(a: Any, b: Any, x: Any) -> Any:  # x^(a-1) (1-x)^(b-1) / B(a, b), 0 outside (0, 1)
-    inside = (x > 0) & (x < 1)
-    xs = tnp.where(inside, x, 0.5)
-    return tnp.where(inside, tnp.exp((a - 1) * tnp.log(xs) + (b - 1) * tnp.log1p(-xs) - _betaln(a, b)), 0.0)
-
-
 defvjp(ndtr, lambda ans, x: lambda g: g * _norm_pdf(x))
 defvjp(log_ndtr, lambda ans, x: lambda g: g * tnp.exp(-0.5 * x * x - ans - _LOG_SQRT_2PI))
 defvjp(stdtr, _no_closed_form("t.cdf (stdtr)", "df"),
        lambda ans, df, x: lambda g: g * _t_pdf(df, x))
-defvjp(gammainc, _no_closed_form("gammainc", "a"),
-       lambda ans, a, x: lambda g: g * _gamma_pdf(a, x))
-defvjp(gammaincc, _no_closed_form("gammaincc", "a"),
-       lambda ans, a, x: lambda g: -g * _gamma_pdf(a, x))
-defvjp(betainc, _no_closed_form("betainc", "a"), _no_closed_form("betainc", "b"),
-       lambda ans, a, b, x: lambda g: g * _beta_pdf(a, b, x))
 
-for _f in (ndtr, log_ndtr, stdtr, gammainc, gammaincc, betainc):
+for _f in (ndtr, log_ndtr, stdtr):
     defbatch(_f, elementwise_rule(_f))
 
 mark_batched(_OWN_FROM)  # every rule here takes leading batch axes
