@@ -109,7 +109,33 @@ logaddexp = primitive(np.logaddexp)
 logaddexp2 = primitive(np.logaddexp2)
 remainder = primitive(np.remainder)
 fmod = primitive(np.fmod)
-clip = primitive(np.clip)
+clip_bounds = primitive(np.clip, "clip")  # the primitive: bounds by position, ``clip(a, lo, hi)``
+_UNSET: Any = object()
+
+
+def clip(a: Any, a_min: Any = _UNSET, a_max: Any = _UNSET, out: Any = None, **kwargs: Any) -> Any:
+    """``np.clip(a, a_min, a_max)``, the bounds given by position or by keyword
+    (``a_min=``/``a_max=``, or NumPy 2's ``min=``/``max=``): one ``clip`` entry
+    whose bounds are positional arguments, so traced bounds get gradients too."""
+    for key, pos in (("min", a_min), ("max", a_max)):
+        if key in kwargs:
+            if pos is not _UNSET:
+                raise TypeError(f"clip: pass either a_{key} or {key}, not both")
+            if key == "min":
+                a_min = kwargs.pop(key)
+            else:
+                a_max = kwargs.pop(key)
+    lo = None if a_min is _UNSET else a_min
+    hi = None if a_max is _UNSET else a_max
+    if out is not None:
+        if type(a) is Traced or type(lo) is Traced or type(hi) is Traced:
+            raise TypeError("tapegrad: numpy.clip with out= writes into a plain array and would "
+                            "drop the gradient; call it without out=")
+        return np.clip(a, lo, hi, out=out, **kwargs)
+    return clip_bounds(a, lo, hi, **kwargs)
+
+
+clip.primitive = clip_bounds.primitive  # type: ignore[attr-defined]  # (rules are defined on either)
 where3 = primitive(np.where, "where")
 where3.__doc__ = """``np.where(mask, x, y)``: ``x`` where ``mask`` holds, else ``y`` (broadcast).
 

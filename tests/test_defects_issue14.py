@@ -1,0 +1,86 @@
+"""Issue 14: defects found by trying tapegrad as a new user would."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.numpy as tnp
+
+X = np.array([0.0, 0.5, 1.5])
+
+
+# --- 1. clip with keyword bounds -------------------------------------------------------------
+@pytest.mark.parametrize("kw", [dict(a_min=0.1, a_max=1.1), dict(min=0.1, max=1.1)])
+def test_clip_keyword_bounds(kw):
+    g = tg.grad(lambda x: tnp.sum(tnp.clip(x, **kw)))(X)
+    np.testing.assert_array_equal(g, [0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(tnp.clip(X, **kw), np.clip(X, 0.1, 1.1))
+
+
+def test_clip_traced_keyword_bounds_get_gradients():
+    def f(x, lo, hi):
+        return tnp.sum(tnp.clip(x, a_min=lo, a_max=hi) * np.array([1.0, 2.0, 3.0]))
+
+    gx, glo, ghi = tg.grad(f, argnums=(0, 1, 2))(X, 0.25, 1.0)
+    np.testing.assert_array_equal(gx, [0.0, 2.0, 0.0])
+    assert glo == 1.0 and ghi == 3.0
+    # a bound read from x itself
+    g = tg.grad(lambda x: tnp.sum(tnp.clip(x, a_min=x[1], max=1.1)))(X)
+    np.testing.assert_array_equal(g, [0.0, 2.0, 0.0])
+    g = tg.grad(lambda x: tnp.sum(np.clip(x, min=x[1], max=1.1)))(X)  # NumPy's own clip, dispatched
+    np.testing.assert_array_equal(g, [0.0, 2.0, 0.0])
+
+
+def test_clip_keyword_errors():
+    with pytest.raises(TypeError, match="a_min or min"):
+        tnp.clip(X, 0.0, a_max=1.0, min=0.1)
+    with pytest.raises(TypeError, match="out="):
+        tg.grad(lambda x: tnp.sum(tnp.clip(x, 0.0, 1.0, out=np.empty(3))))(X)
+
+
+# --- 2. imag / angle of a Python complex -------------------------------------------------------
+def test_complex_python_scalars():
+    assert tg.grad(lambda z: 2.0 * tnp.imag(z))(0.3 + 0.4j) == -2j
+    np.testing.assert_allclose(tg.grad(tnp.angle)(0.3 + 0.4j), -1.6 - 1.2j)
+    np.testing.assert_allclose(tg.grad(np.angle)(0.3 + 0.4j), -1.6 - 1.2j)
+    np.testing.assert_allclose(tg.value_and_grad(lambda z: z.imag * 2.0)(0.3 + 0.4j)[1], -2j)
+
+
+# --- 3. operators defer to objects that override NumPy's ufuncs ----------------------------------
+class NoUfuncs:
+    __array_ufunc__ = None
+
+    def __init__(self, v):
+        self.v = v
+
+    def __mul__(self, other):
+        return type(self)(other * self.v)
+
+    __rmul__ = __mul__
+
+    def __lt__(self, other):
+        return "lt"
+
+    def __gt__(self, other):
+        return "gt"
+
+
+class OwnUfuncs(NoUfuncs):
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return NotImplemented
+
+
+@pytest.mark.parametrize("cls", [NoUfuncs, OwnUfuncs])
+def test_operators_defer_to_array_ufunc_overrides(cls):
+    assert tg.grad(lambda x: (x * cls(3.0)).v)(2.0) == 3.0
+    assert tg.grad(lambda x: (cls(3.0) * x).v)(2.0) == 3.0
+    assert tg.grad(lambda x: (x * np.array(2.0) * cls(3.0)).v)(2.0) == 6.0
+    assert tg.grad(lambda x: tg.grad(lambda y: (y * x * cls(3.0)).v)(1.0))(2.0) == 3.0
+
+    def cmp(x):
+        assert (x < cls(1.0)) == "gt"  # reflected: cls.__gt__
+        return x * 1.0
+
+    tg.grad(cmp)(2.0)
