@@ -84,3 +84,39 @@ def test_operators_defer_to_array_ufunc_overrides(cls):
         return x * 1.0
 
     tg.grad(cmp)(2.0)
+
+
+# --- 4. check_grads checks a rule's rules, the cotangent's included ------------------------------
+def _rule_calling_a_wrong_rule():
+    @tg.primitive
+    def q(g, x):
+        return g * np.cos(x)
+
+    tg.defvjp(q, lambda ans, g, x: lambda c: 2.0 * c * tnp.cos(x),  # wrong: the factor 2
+              lambda ans, g, x: lambda c: -c * g * tnp.sin(x))
+
+    @tg.primitive
+    def p(x):
+        return np.sin(x)
+
+    tg.defvjp(p, lambda ans, x: lambda g: q(g, x))
+    return p
+
+
+def test_check_grads_checks_the_vjp_in_its_cotangent():
+    p = _rule_calling_a_wrong_rule()
+    x = np.array([0.3, -0.7])
+    tg.check_grads(p, [x], modes=("rev",), order=1)  # p's own rule is right
+    with pytest.raises(AssertionError, match="order 2"):
+        tg.check_grads(p, [x], modes=("rev",), order=2)
+    tg.check_grads(tnp.sin, [x], order=3)  # right rules still pass
+
+
+def test_check_grads_names_the_order_that_fails():
+    @tg.primitive
+    def bad(x):
+        return x ** 2
+
+    tg.defvjp(bad, lambda ans, x: lambda g: 3.0 * g * x)
+    with pytest.raises(AssertionError, match="order 1"):
+        tg.check_grads(bad, [np.array([0.5, 1.5])], modes=("rev",), order=2)
