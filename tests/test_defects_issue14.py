@@ -120,3 +120,39 @@ def test_check_grads_names_the_order_that_fails():
     tg.defvjp(bad, lambda ans, x: lambda g: 3.0 * g * x)
     with pytest.raises(AssertionError, match="order 1"):
         tg.check_grads(bad, [np.array([0.5, 1.5])], modes=("rev",), order=2)
+
+
+# --- 5. checkpoint of a closure over traced values -------------------------------------------------
+W0 = np.array([[0.5, -0.3], [0.2, 0.4]])
+
+
+def _layer(w, h):
+    return tnp.tanh(w @ h)
+
+
+def _net(w, remat):
+    h = tnp.sin(w[0])
+    for _ in range(3):
+        step = lambda h: _layer(w, h)  # noqa: E731  # closes over the traced weights
+        h = (tg.checkpoint(step) if remat else step)(h)
+    return tnp.sum(h)
+
+
+def test_checkpoint_converts_closures():
+    want = tg.grad(lambda w: _net(w, False))(W0)
+    np.testing.assert_allclose(tg.grad(lambda w: _net(w, True))(W0), want)
+    np.testing.assert_allclose(tg.hessian(lambda w: _net(w, True))(W0), tg.hessian(lambda w: _net(w, False))(W0))
+    # the closed-over values in a container, in a nested function, and no traced argument at all
+    got = tg.grad(lambda w: tnp.sum(tg.checkpoint(lambda h: (lambda: _layer([w][0], h))())(np.ones(2))))(W0)
+    np.testing.assert_allclose(got, tg.grad(lambda w: tnp.sum(_layer(w, np.ones(2))))(W0))
+    ws = tg.grad(lambda w: tnp.sum(tg.checkpoint(lambda h: _layer(pair[0] * pair[1], h))(w[1]))
+                 if (pair := (w, w)) else 0.0)(W0)
+    np.testing.assert_allclose(ws, tg.grad(lambda w: tnp.sum(_layer(w * w, w[1])))(W0))
+
+
+def test_checkpoint_closure_under_vmap():
+    def f(w, remat):
+        step = lambda h: _layer(w, h)  # noqa: E731
+        return tnp.sum(tg.vmap(tg.checkpoint(step) if remat else step)(np.ones((3, 2)) * w[0]))
+
+    np.testing.assert_allclose(tg.grad(lambda w: f(w, True))(W0), tg.grad(lambda w: f(w, False))(W0))
