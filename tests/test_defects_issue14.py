@@ -156,3 +156,52 @@ def test_checkpoint_closure_under_vmap():
         return tnp.sum(tg.vmap(tg.checkpoint(step) if remat else step)(np.ones((3, 2)) * w[0]))
 
     np.testing.assert_allclose(tg.grad(lambda w: f(w, True))(W0), tg.grad(lambda w: f(w, False))(W0))
+
+
+# --- 7. no-gradient functions that did drop gradients --------------------------------------------
+XS = np.array([0.3, -1.2, 2.0, 0.7, 1.6])
+
+
+def test_histogram_edges_and_densities_have_gradients():
+    tg.check_grads(lambda x: np.histogram(x, bins=3)[1], [XS], modes=("rev",), order=1)
+    tg.check_grads(lambda x: np.histogram(x, bins=3, density=True)[0], [XS], modes=("rev",), order=1)
+    hist, edges = tnp.histogram(tg.stop_gradient(XS), bins=3)
+    want = np.histogram(XS, bins=3)
+    np.testing.assert_array_equal(hist, want[0])
+    np.testing.assert_allclose(edges, want[1])
+    g = tg.grad(lambda x: tnp.sum(np.histogram(x, bins=np.array([-2.0, 0.0, 3.0]))[0] * 1.0) + x[0])(XS)
+    np.testing.assert_array_equal(g, [1.0, 0, 0, 0, 0])  # given edges: counts only, no gradient
+    with pytest.raises(TypeError, match="histogram"):
+        tg.grad(lambda x: tnp.sum(np.histogram(x, bins=3, range=(-1.0, 1.0))[1]))(XS)
+
+
+def test_unique_values_are_a_gather():
+    x = np.array([0.3, -1.2, 2.0, 0.7, 2.0])
+    g = tg.grad(lambda x: tnp.sum(np.unique(x) * np.arange(4.0)))(x)
+    np.testing.assert_array_equal(g, [1.0, 0.0, 3.0, 2.0, 0.0])
+    vals, idx, inv, counts = tnp.unique(tg.stop_gradient(x), return_index=True, return_inverse=True,
+                                        return_counts=True)
+    for got, want in zip((vals, idx, inv, counts), np.unique(x, True, True, True)):
+        np.testing.assert_array_equal(got, want)
+
+    def f(x):
+        v, c = np.unique(x, return_counts=True)
+        np.testing.assert_array_equal(c, [1, 1, 1, 2])
+        return tnp.sum(v)
+
+    np.testing.assert_array_equal(tg.grad(f)(x), [1.0, 1.0, 1.0, 1.0, 0.0])
+
+
+def test_bincount_is_linear_in_its_weights():
+    i = np.array([0, 2, 2, 1, 0])
+    g = tg.grad(lambda w: tnp.sum(np.bincount(i, weights=w, minlength=5) * np.arange(5.0)))(XS)
+    np.testing.assert_array_equal(g, [0.0, 2.0, 2.0, 1.0, 0.0])
+    np.testing.assert_allclose(tnp.bincount(i, tg.stop_gradient(XS)), np.bincount(i, XS))
+
+
+def test_heaviside_x2_gets_the_gradient_where_x1_is_zero():
+    x1 = np.array([0.0, 1.0, -1.0, 0.0])
+    g1, g2 = tg.grad(lambda a, b: tnp.sum(np.heaviside(a, b)), argnums=(0, 1))(x1, np.full(4, 0.5))
+    np.testing.assert_array_equal(g1, np.zeros(4))
+    np.testing.assert_array_equal(g2, [1.0, 0.0, 0.0, 1.0])
+    assert tg.grad(lambda b: tnp.heaviside(0.0, b))(0.25) == 1.0
