@@ -238,6 +238,8 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
     def method(self: Traced, other: Any) -> Any:
         x = self._value
         if type(other) is not Traced and type(x) is not Traced:
+            if type(other) is not float and type(other) is not np.ndarray and type(other) is not int and defers_to(other):
+                return NotImplemented
             tape = self._tape
             if reflected:
                 ans, args, raw = prim.fun(other, x), (other, self), (other, x)
@@ -254,11 +256,32 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
             out = tape.record(prim, ans, args, raw, _NO_KWARGS, argnums)
             keep_scalar_rule(rules, maker, other, out._node, x, self)
             return out
+        if type(other) is not Traced and defers_to(other):
+            return NotImplemented
         if reflected:
             return _apply2(prim, other, self, _NO_KWARGS)
         return _apply2(prim, self, other, _NO_KWARGS)
 
     return method
+
+
+_ARRAY_UFUNC = np.ndarray.__array_ufunc__
+_PLAIN = (int, float, complex, bool, np.generic, np.ndarray, list, tuple)
+
+
+def defers_to(other: Any) -> bool:
+    """Does a traced value's binary operator leave ``other`` to its own
+    reflected operator (return NotImplemented), as ``ndarray``'s do? Yes for
+    an object that opts out of ufuncs (``__array_ufunc__ = None``) or
+    overrides them with its own ``__array_ufunc__`` (xarray, pint, ...):
+    it knows how to combine itself with an array; a traced value does not
+    know it. Not for numbers, NumPy's arrays and scalars, or CuPy's arrays."""
+    if isinstance(other, _PLAIN):
+        return False
+    ufunc = getattr(type(other), "__array_ufunc__", _ARRAY_UFUNC)
+    if ufunc is None:
+        return True
+    return ufunc is not _ARRAY_UFUNC and not type(other).__module__.startswith("cupy")
 
 
 _SCALAR_RULES_MAX = 64  # scalars remembered per operator (a loop uses a few)

@@ -153,9 +153,23 @@ def test_checkpoint_refuses_side_effects() -> None:
     with pytest.raises(TypeError, match=r"checkpoint\(mutates\).*modified one of its arguments"):
         tg.grad(lambda x: tnp.sum(tg.checkpoint(mutates)(x)))(np.ones(3))
 
-    def leaks(x):  # noqa: ANN001, ANN202
+    def closes(x):  # noqa: ANN001, ANN202
         def inner(y):  # noqa: ANN001, ANN202
-            return y * x  # closes over a traced x that is not an argument
+            return y * x  # closes over a traced x: made an argument (SPEC section 3)
+
+        return tnp.sum(tg.checkpoint(inner)(x * 2))
+
+    np.testing.assert_allclose(tg.grad(closes)(np.arange(3.0)), 4 * np.arange(3.0))
+
+    class Box:
+        pass
+
+    def leaks(x):  # noqa: ANN001, ANN202
+        box = Box()
+        box.v = x  # a traced value stored by a side effect: not in any closure
+
+        def inner(y):  # noqa: ANN001, ANN202
+            return y * box.v
 
         return tnp.sum(tg.checkpoint(inner)(x * 2))
 

@@ -11,7 +11,7 @@ from typing import Any
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import Index
-from tapegrad.primitive import _apply1, binary_method
+from tapegrad.primitive import _apply1, binary_method, defers_to
 from tapegrad.tracer import Traced
 
 _NO_KW: dict[str, Any] = {}
@@ -44,6 +44,27 @@ def _sort_inplace(self: Traced, axis: int = -1, kind: Any = None, order: Any = N
     self._value, self._tape, self._node = new._value, new._tape, new._node
 
 
+def _deferring(f: Any, reflected: bool = False) -> Any:
+    """A no-gradient binary operator (``<``, ``//``, ``&``...) that leaves an
+    object overriding NumPy's ufuncs to its own operator (see :func:`defers_to`)."""
+    plain = (float, int, Traced)
+
+    if reflected:
+        def rop(self: Traced, other: Any) -> Any:
+            if type(other) not in plain and defers_to(other):
+                return NotImplemented
+            return f(other, self)
+
+        return rop
+
+    def op(self: Traced, other: Any) -> Any:
+        if type(other) not in plain and defers_to(other):
+            return NotImplemented
+        return f(self, other)
+
+    return op
+
+
 def install() -> None:
     T = Traced
     T.__add__, T.__radd__ = _binary(w.add)
@@ -53,20 +74,19 @@ def install() -> None:
     T.__pow__, T.__rpow__ = _binary(w.power)
     T.__matmul__, T.__rmatmul__ = _binary(w.matmul)
     T.__mod__, T.__rmod__ = _binary(w.remainder)
-    fd = w.nondiff["floor_divide"]
-    T.__floordiv__ = lambda self, other: fd(self, other)
-    T.__rfloordiv__ = lambda self, other: fd(other, self)
+    T.__floordiv__ = _deferring(w.nondiff["floor_divide"])
+    T.__rfloordiv__ = _deferring(w.nondiff["floor_divide"], reflected=True)
     T.__neg__ = _unary(w.negative)
     T.__pos__ = _unary(w.positive)
     T.__abs__ = _unary(w.absolute)
     for op, name in [("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
                      ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal")]:
-        setattr(T, f"__{op}__", (lambda f: lambda self, other: f(self, other))(w.nondiff[name]))
+        setattr(T, f"__{op}__", _deferring(w.nondiff[name]))
     T.__invert__ = lambda self: w.nondiff["invert"](self)
     for op, name in [("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor")]:
         f = w.nondiff[name]
-        setattr(T, f"__{op}__", (lambda f: lambda self, other: f(self, other))(f))
-        setattr(T, f"__r{op}__", (lambda f: lambda self, other: f(other, self))(f))
+        setattr(T, f"__{op}__", _deferring(f))
+        setattr(T, f"__r{op}__", _deferring(f, reflected=True))
     T.__getitem__ = _getitem
     T.__setitem__ = _setitem
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.batching import defbatch, elementwise_rule
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import Index
@@ -209,6 +210,9 @@ def _clip_masks(x: Any, lo: Any, hi: Any) -> tuple[Any, Any, Any]:
 defvjp(w.clip,       lambda ans, x, lo=None, hi=None, **kw: lambda g: _select(g, _clip_masks(x, lo, hi)[0]),
                      lambda ans, x, lo=None, hi=None, **kw: lambda g: _select(g, _clip_masks(x, lo, hi)[1]),
                      lambda ans, x, lo=None, hi=None, **kw: lambda g: _select(g, _clip_masks(x, lo, hi)[2]))
+defvjp(w.heaviside,  lambda ans, x1, x2: lambda g: _select(g, np.zeros(np.shape(value(x1)), bool)),
+                     lambda ans, x1, x2: lambda g: _select(g, np.asarray(value(x1) == 0)))  # (x2: the value at 0)
+defbatch(w.heaviside, elementwise_rule(w.heaviside))  # (an elementwise op: its batching rule)
 defvjp(w.where3,     None,
                      lambda ans, c, x, y: lambda g: w.where3(c, g, 0.0),
                      lambda ans, c, x, y: lambda g: w.where3(c, 0.0, g))

@@ -366,8 +366,11 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     """``fun``, keeping only its inputs for the backward pass and running it
     again there (rematerialisation): less memory, one more forward.
 
-    ``fun`` must be pure: it runs twice, and must not modify its arguments
-    or use traced values it was not given.
+    ``fun`` must be pure: it runs twice, and must not modify its arguments.
+    It may close over traced values (a layer's weights, as JAX's checkpoint
+    allows): those found in its closure (and in the closures of the
+    functions it closes over, and in tuples, lists and dicts there) are made
+    explicit arguments of the checkpointed call, so they get gradients.
 
     Example:
         >>> layer = tg.checkpoint(lambda w, x: tnp.tanh(x @ w))
@@ -375,11 +378,15 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
         (3, 3)
     """
     name = f"checkpoint({fun_name(fun)})"
+    convert = not getattr(fun, "_closure_explicit", False)  # (see _explicit)
 
     @functools.wraps(fun)
     def remat(*args: Any) -> Any:
         from tapegrad.transforms.reverse import vjp as vjp_
 
+        cells = _traced_cells(fun) if convert else ()
+        if cells:  # closure conversion: the closed-over traced values become arguments
+            return _explicit(fun, cells, name)(*args, *[c.cell_contents for c in cells])
         flat, tdef = _flat_args(args)
         trace = top_tape(flat)
         if trace is not None and trace.applies:
@@ -422,6 +429,53 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
         return checkpoint(mapped)
 
     return remat
+
+
+def _traced_cells(fun: Any, seen: set[int] | None = None) -> list[Any]:
+    """The closure cells of ``fun`` (and of the functions it closes over,
+    recursively) that hold traced values of an active tape, directly or in a
+    tuple, list or dict."""
+    seen = set() if seen is None else seen
+    if id(fun) in seen:
+        return []
+    seen.add(id(fun))
+    found = []
+    for cell in getattr(fun, "__closure__", None) or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:  # (an empty cell: a name not bound yet)
+            continue
+        if callable(v) and hasattr(v, "__closure__"):
+            found += _traced_cells(v, seen)
+        elif type(v) is Traced or isinstance(v, (tuple, list, dict)):
+            leaves = tree_flatten(v)[0]
+            if any(type(x) is Traced and x._tape.active for x in leaves) and all(
+                    type(x) is Traced or isinstance(x, (np.ndarray, float, complex)) for x in leaves):
+                found.append(cell)
+    return found
+
+
+def _explicit(fun: Callable[..., Any], cells: list[Any], name: str) -> Callable[..., Any]:
+    """``fun`` checkpointed with the contents of closure ``cells`` as extra
+    trailing arguments: each call puts the values it is given into the cells
+    while ``fun`` runs (the forward one level down, the replay in the
+    backward pass) and restores them after."""
+    k = len(cells)
+
+    def explicit(*args_and_closed: Any) -> Any:
+        args, closed = args_and_closed[:-k], args_and_closed[-k:]
+        saved = [c.cell_contents for c in cells]
+        for c, v in zip(cells, closed):
+            c.cell_contents = v
+        try:
+            return fun(*args)
+        finally:
+            for c, v in zip(cells, saved):
+                c.cell_contents = v
+
+    explicit.__name__ = explicit.__qualname__ = fun_name(fun)
+    explicit._closure_explicit = True  # type: ignore[attr-defined]  # (its cells are its arguments now)
+    return checkpoint(explicit)
 
 
 def _read_only(x: Any) -> Any:
