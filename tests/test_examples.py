@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -14,10 +15,12 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
 
-def run_example(name: str, cwd: Path, *args: str, timeout: float = 60) -> str:
-    """Run examples/NAME.py --small in ``cwd``; return its stdout (fail on a non-zero exit)."""
+def run_example(name: str, cwd: Path, *args: str, timeout: float = 60, path_first: Path | None = None) -> str:
+    """Run examples/NAME.py --small in ``cwd``; return its stdout (fail on a non-zero exit).
+    ``path_first``: a directory put ahead of everything on ``PYTHONPATH``."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    first = [str(path_first)] if path_first is not None else []
+    env["PYTHONPATH"] = os.pathsep.join([*first, str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["MPLBACKEND"] = "Agg"
     proc = subprocess.run(
         [sys.executable, str(EXAMPLES / f"{name}.py"), *args, "--small"],
@@ -120,6 +123,60 @@ def test_model_ensembling_matches_the_loop(tmp_path):
     assert "matches the same member trained alone" in out
     acc = float(re.search(r"ensemble ([\d.]+)%", out).group(1))
     assert acc > 80
+
+
+def is_png(path: Path) -> bool:
+    return path.exists() and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_gaussian_process_raises_the_likelihood(tmp_path):
+    pytest.importorskip("matplotlib")
+    out = run_example("gaussian_process", tmp_path, "--out", str(tmp_path / "gp.png"))
+    assert "gradient matches finite differences" in out and "the log marginal likelihood went up" in out
+    before, after = (float(v) for v in re.search(r"log marginal likelihood: (\S+) -> (\S+)", out).groups())
+    assert after > before + 10
+    learned = dict(re.findall(r"learned (\w+)\s+= (\S+)", out))
+    assert set(learned) == {"length_scale", "signal_var", "noise_var"}
+    assert 0.5 < float(learned["length_scale"]) < 2.0  # the data's wiggles are about 1 wide
+    assert 0.001 < float(learned["noise_var"]) < 0.05  # the noise sd is 0.1
+    assert is_png(tmp_path / "gp.png")
+
+
+def test_gaussian_process_default_output_and_no_matplotlib(tmp_path):
+    """Without matplotlib the example still fits and says it skipped the plot; with it,
+    the plot goes to the current directory by default."""
+    blocker = tmp_path / "blocker"
+    (blocker / "matplotlib").mkdir(parents=True)
+    (blocker / "matplotlib" / "__init__.py").write_text("raise ImportError('blocked for the test')\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    out = run_example("gaussian_process", work, path_first=blocker)
+    assert "the log marginal likelihood went up" in out and "skipped the plot" in out
+    assert not list(work.iterdir())
+    if importlib.util.find_spec("matplotlib") is not None:
+        run_example("gaussian_process", work)
+        assert is_png(work / "gaussian_process.png")
+
+
+def test_bbvi_raises_the_elbo(tmp_path):
+    pytest.importorskip("matplotlib")
+    out = run_example("bbvi", tmp_path, "--out", str(tmp_path / "vi.png"))
+    assert "the ELBO went up" in out and "stays below log Z = 0" in out
+    before, after = (float(v) for v in re.search(r"ELBO \(4000 fixed samples\): (\S+) -> (\S+)", out).groups())
+    assert before < -5 and -2 < after < 0
+    assert is_png(tmp_path / "vi.png")
+
+
+def test_ode_fit_recovers_the_parameters(tmp_path):
+    pytest.importorskip("scipy")
+    pytest.importorskip("matplotlib")
+    out = run_example("ode_fit", tmp_path, "--out", str(tmp_path / "ode.png"))
+    assert "adjoint gradient matches finite differences" in out
+    got = {name: (float(r), float(t)) for name, r, t in re.findall(r"(\w): recovered (\S+), true ([\d.]+)", out)}
+    assert set(got) == {"k", "c"}
+    for recovered, true in got.values():
+        assert abs(recovered - true) < 0.1 * true + 0.05
+    assert is_png(tmp_path / "ode.png")
 
 
 def test_examples_have_docstrings():
