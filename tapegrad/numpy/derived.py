@@ -44,6 +44,9 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims:
     a = _listed(a)
     if not _traced(a):
         return np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+    if dtype is not None and np.dtype(dtype).kind in "fc":  # cast first (no entry when it is a's dtype)
+        a = astype(a, dtype, copy=False)
+        dtype = None
     if dtype is None:  # one entry (the fused primitive)
         return w.mean(a, axis, keepdims)
     s = w.sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
