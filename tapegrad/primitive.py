@@ -109,7 +109,10 @@ def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[...,
                     return ans  # a value of a tape no longer recording (a rule's residual in a plain backward)
                 return _apply1(prim, a, kwargs)
             # plain arrays (a rule's work in a backward pass): no ``**{}`` (it costs 60 ns)
-            return fun(a, **kwargs) if kwargs else fun(a)
+            try:  # (free until it raises: Python's exceptions cost nothing when none is raised)
+                return fun(a, **kwargs) if kwargs else fun(a)
+            except TypeError as e:
+                return _listed(prim, args, kwargs, e)
         if n == 2:
             a, b = args
             if type(a) is Traced:
@@ -122,18 +125,72 @@ def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[...,
                             if tape.active:
                                 return tape.record(prim, ans, args, (x, y), kwargs, _BOTH)
                             return ans  # (values of a tape no longer recording)
-                return _apply2(prim, a, b, kwargs)
-            if type(b) is Traced:
-                return _apply2(prim, a, b, kwargs)
-            return fun(a, b, **kwargs) if kwargs else fun(a, b)
-        for a in args:
-            if type(a) is Traced:
-                return _apply(prim, args, kwargs)
-        return fun(*args, **kwargs)
+                    return _apply2(prim, a, b, kwargs)
+                try:  # (b may be a list holding traced values)
+                    return _apply2(prim, a, b, kwargs)
+                except TypeError as e:
+                    return _listed(prim, args, kwargs, e)
+            try:
+                if type(b) is Traced:
+                    return _apply2(prim, a, b, kwargs)
+                return fun(a, b, **kwargs) if kwargs else fun(a, b)
+            except TypeError as e:
+                return _listed(prim, args, kwargs, e)
+        try:
+            for a in args:
+                if type(a) is Traced:
+                    return _apply(prim, args, kwargs)
+            return fun(*args, **kwargs)
+        except TypeError as e:
+            return _listed(prim, args, kwargs, e)
 
     prim.wrapped = wrapped
     wrapped.primitive = prim  # type: ignore[attr-defined]
     return wrapped
+
+
+LIST_TO_ARRAY: list[Callable[[Any], Any] | None] = [None]  # tnp.array (tapegrad.numpy sets it: no import cycle)
+
+
+def _listed(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any], err: TypeError) -> Any:
+    """A primitive called with no traced argument raised ``err``: if a list or
+    tuple argument holds traced values (NumPy's array_like), NumPy's conversion
+    of it refused them; call again with each such argument as one traced array
+    (``tnp.array``). Otherwise ``err`` stands. Only reached after a TypeError,
+    so the plain path pays nothing for it."""
+    array = LIST_TO_ARRAY[0]
+    if array is None:
+        raise err
+
+    def level(a: Any) -> int:  # the highest tape level of the traced values in a list
+        if type(a) is Traced:
+            return int(a._tape.level)
+        if isinstance(a, (list, tuple)):
+            return max((level(o) for o in a), default=-1)
+        return -1
+
+    vals = (*args, *kwargs.values())
+    listed = max((level(a) for a in vals if isinstance(a, (list, tuple))), default=-1)
+    # a nested call (a level below the list's values): the outer level converts the list
+    if listed < 0 or listed < max((level(a) for a in vals if type(a) is Traced), default=-1):
+        raise err
+    new = tuple(array(a) if isinstance(a, (list, tuple)) and level(a) >= 0 else a for a in args)
+    newkw = {k: array(a) if isinstance(a, (list, tuple)) and level(a) >= 0 else a for k, a in kwargs.items()}
+    return prim.wrapped(*new, **newkw)
+
+
+def _holds(a: Any) -> bool:
+    if type(a) is Traced:
+        return True
+    return isinstance(a, (list, tuple)) and any(_holds(o) for o in a)
+
+
+def _refuse_lists(args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+    """Raise the TypeError that ``_listed`` answers if a list or tuple argument
+    holds traced values (only on the paths that would not raise it themselves)."""
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, (list, tuple)) and _holds(a):
+            raise TypeError("tapegrad: a list or tuple holding traced values")
 
 
 def _apply(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -155,6 +212,7 @@ def _apply(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
                     nested = True
     assert tape is not None
     if tape.applies:
+        _refuse_lists(args, kwargs)  # (vmap and jit: they would take such a list as a constant)
         return tape.apply(prim, args, kwargs)
     raw = list(args)
     argnums = []
@@ -164,7 +222,11 @@ def _apply(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
             if type(v) is Traced:
                 nested = True
             argnums.append(i)
-    ans = prim.wrapped(*raw, **kwargs) if nested else prim.fun(*raw, **kwargs)
+    if nested:  # (the lower level would take such a list as a constant: this level converts it)
+        _refuse_lists(args, kwargs)
+        ans = prim.wrapped(*raw, **kwargs)
+    else:
+        ans = prim.fun(*raw, **kwargs)
     return tape.record(prim, ans, args, raw, kwargs, argnums)
 
 
@@ -208,10 +270,12 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
                 return prim.fun(a, y, **kwargs) if kwargs else prim.fun(a, y)
             return prim.wrapped(a, _unbox_stale(b), **kwargs)
     if tape.applies:
+        _refuse_lists((a, b), kwargs)
         return tape.apply(prim, (a, b), kwargs)
     x = a._value if ta else a
     y = b._value if tb else b
     if type(x) is Traced or type(y) is Traced:
+        _refuse_lists((a, b), kwargs)
         ans = prim.wrapped(x, y, **kwargs)
     else:
         ans = prim.fun(x, y, **kwargs) if kwargs else prim.fun(x, y)

@@ -18,6 +18,7 @@ from tapegrad.backend import array_module
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import Index, normalize_axes, normalize_axis
 from tapegrad.numpy.wrap import reduction_size as _count
+from tapegrad.primitive import LIST_TO_ARRAY
 from tapegrad.tracer import Traced, value
 
 
@@ -44,6 +45,9 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims:
     a = _listed(a)
     if not _traced(a):
         return np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+    if dtype is not None and np.dtype(dtype).kind in "fc":  # cast first (no entry when it is a's dtype)
+        a = astype(a, dtype, copy=False)
+        dtype = None
     if dtype is None:  # one entry (the fused primitive)
         return w.mean(a, axis, keepdims)
     s = w.sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
@@ -510,6 +514,9 @@ def array(obj: Any, dtype: Any = None, *args: Any, **kw: Any) -> Any:
     else:
         return np.array(obj, dtype, *args, **kw)
     return out if dtype is None else astype(out, dtype)
+
+
+LIST_TO_ARRAY[0] = array  # primitives take lists holding traced values as this array (NumPy's array_like)
 
 
 def asarray(a: Any, dtype: Any = None, *args: Any, **kw: Any) -> Any:

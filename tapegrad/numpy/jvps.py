@@ -167,9 +167,24 @@ def _jvp_roll(ans: Any, x: Any, shift: Any, axis: Any = None) -> Jvp:
     return lambda t: w.roll(t, shift, axes if isinstance(axis, (tuple, list)) else axes[0])
 
 
-def _jvp_pad(ans: Any, x: Any, pad_width: Any, mode: str = "constant", **kw: Any) -> Jvp:
+def _jvp_pad(ans: Any, x: Any, pad_width: Any, mode: Any = "constant", **kw: Any) -> Jvp:
+    # every mode but maximum / minimum / median (and a function) is linear in x, less
+    # constant_values / end_values: the tangent padded the same way, with those zero
+    if callable(mode) or mode in ("maximum", "minimum", "median"):
+        raise NotImplementedError(f"JVP of the primitive `pad` with mode={mode!r} is not defined: tnp.pad derives it")
     widths = [tuple(p) for p in np.broadcast_to(np.asarray(pad_width, dtype=int), (x.ndim, 2))]
-    return lambda t: w.pad(t, [(0, 0)] * _nb(t, x) + widths)
+    mode = "constant" if mode == "empty" else mode
+    kw = {k: val for k, val in kw.items() if k not in ("constant_values", "end_values")}
+
+    def jvp(t: Any) -> Any:
+        nb = _nb(t, x)
+        extra = dict(kw)
+        if np.ndim(extra.get("stat_length")):  # per axis: one pair more for each batch axis
+            pairs = np.broadcast_to(np.asarray(extra["stat_length"]), (x.ndim, 2)).tolist()
+            extra["stat_length"] = [(1, 1)] * nb + pairs
+        return w.pad(t, [(0, 0)] * nb + widths, mode=mode, **extra)
+
+    return jvp
 
 
 def _jvp_broadcast_to(ans: Any, x: Any, shape: Any) -> Jvp:

@@ -67,6 +67,12 @@ def _select(g: Any, m: Any) -> Any:
     return w.where3(m != 0, g * m, 0.0)
 
 
+def _at_zero(x: Any) -> Any:
+    """The boolean mask ``x == 0`` (a vmap's or a jit's value stays traced: no NumPy array of it)."""
+    m = value(x) == 0
+    return m if type(m) is Traced else np.asarray(m)
+
+
 def _balanced_eq(x: Any, z: Any, y: Any) -> Any:
     """1 where x is the winner, 0.5 on ties (as JAX splits them), else 0; in
     the result's dtype (a float64 mask would promote float32 cotangents)."""
@@ -211,7 +217,7 @@ defvjp(w.clip,       lambda ans, x, lo=None, hi=None, **kw: lambda g: _select(g,
                      lambda ans, x, lo=None, hi=None, **kw: lambda g: _select(g, _clip_masks(x, lo, hi)[1]),
                      lambda ans, x, lo=None, hi=None, **kw: lambda g: _select(g, _clip_masks(x, lo, hi)[2]))
 defvjp(w.heaviside,  lambda ans, x1, x2: lambda g: _select(g, np.zeros(np.shape(value(x1)), bool)),
-                     lambda ans, x1, x2: lambda g: _select(g, np.asarray(value(x1) == 0)))  # (x2: the value at 0)
+                     lambda ans, x1, x2: lambda g: _select(g, _at_zero(x1)))  # (x2: the value at 0)
 defbatch(w.heaviside, elementwise_rule(w.heaviside))  # (an elementwise op: its batching rule)
 defvjp(w.where3,     None,
                      lambda ans, c, x, y: lambda g: w.where3(c, g, 0.0),

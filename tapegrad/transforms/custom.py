@@ -205,10 +205,25 @@ class custom_vjp:
         def make_vjp(res: Any, raw: list[Any], packing: _Packing) -> Callable[[Any], list[Any]]:
             primals = tree_unflatten(tdef, raw)
 
+            def one(g: Any) -> list[Any]:
+                cts = _check_structure(name, bwd(res, packing.unpack(g)), primals, ())
+                return [_zeros(p, ()) if c is None else c for c, p in zip(cts, raw)]
+
             def vjp(g: Any) -> list[Any]:
-                batch = g.shape[: g.ndim - packing.ndim]
-                cts = _check_structure(name, bwd(res, packing.unpack(g)), primals, batch)
-                return [_zeros(p, batch) if c is None else c for c, p in zip(cts, raw)]
+                batch = tuple(g.shape[: g.ndim - packing.ndim])
+                if not batch:
+                    return one(g)
+                # a batch of cotangents (jacrev): bwd is written for one, so map it over
+                # them (as JAX does), stacking with tapegrad.numpy (higher order stays)
+                import tapegrad.numpy as tnp
+
+                n = math.prod(batch)
+                if n == 0:
+                    return [_zeros(p, batch) for p in raw]
+                gs = tnp.reshape(g, (n,) + tuple(g.shape[len(batch):]))
+                per = [one(gs[j, ...]) for j in range(n)]
+                return [tnp.reshape(tnp.stack([c[k] for c in per]), batch + tuple(np.shape(value(p))))
+                        for k, p in enumerate(raw)]
 
             return vjp
 
