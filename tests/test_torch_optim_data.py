@@ -357,3 +357,12 @@ def test_training_loop_with_loader_and_scheduler() -> None:
             opt.step()
         sched.step()
     assert torch.nn.functional.mse_loss(model(x), y).item() < 1e-2
+
+
+def test_missing_names_say_tapegrad_does_not_provide_them() -> None:
+    for mod, name, full in [(torch.optim, "LBFGS", "torch.optim.LBFGS"),
+                            (torch.optim.lr_scheduler, "OneCycleLR", "torch.optim.lr_scheduler.OneCycleLR"),
+                            (torch.utils.data, "WeightedRandomSampler", "torch.utils.data.WeightedRandomSampler")]:
+        with pytest.raises(AttributeError, match=f"tapegrad.torch does not provide {full}"):
+            getattr(mod, name)
+    assert not hasattr(torch.optim, "__wrapped__")

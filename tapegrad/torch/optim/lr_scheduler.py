@@ -285,3 +285,11 @@ class CosineAnnealingLR(LRScheduler):
     def _get_closed_form_lr(self) -> list[Any]:
         return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
                 for base_lr in self.base_lrs]
+
+
+def __getattr__(name: str) -> Any:
+    """A PyTorch name this module lacks: an ``AttributeError`` that says so."""
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}: "
+                         f"tapegrad.torch does not provide torch.optim.lr_scheduler.{name}")

@@ -8,6 +8,8 @@ calling process).
         ...
 """
 
+from typing import Any
+
 from tapegrad.torch.utils.data.collate import default_collate, default_convert
 from tapegrad.torch.utils.data.dataloader import DataLoader
 from tapegrad.torch.utils.data.dataset import (
@@ -31,3 +33,11 @@ __all__ = [
     "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset",
     "default_collate", "default_convert", "random_split",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A PyTorch name this module lacks: an ``AttributeError`` that says so."""
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}: "
+                         f"tapegrad.torch does not provide torch.utils.data.{name}")
