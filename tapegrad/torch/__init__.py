@@ -24,6 +24,7 @@ from tapegrad.torch import (  # noqa: E402, I001
     func,
     nn,
     optim,
+    utils,
 )
 from tapegrad.torch._creation import (
     BoolTensor,
@@ -126,7 +127,7 @@ __all__ = [
     "is_inference_mode_enabled", "is_tensor", "linspace", "long", "manual_seed", "no_grad", "numel",
     "ones", "ones_like", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like",
     "randperm", "seed", "set_anomaly_enabled", "set_default_dtype", "set_grad_enabled", "short", "stack", "tensor",
-    "uint8", "vmap", "vstack", "where", "zeros", "zeros_like", "nn", "optim",
+    "uint8", "vmap", "vstack", "where", "zeros", "zeros_like", "nn", "optim", "utils",
 ]
 
 # the function forms of tensor methods: torch.exp(x), torch.sum(x, dim=0), ... (the op table's rows)

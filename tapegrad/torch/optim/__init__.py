@@ -1,14 +1,31 @@
-"""``tapegrad.torch.optim``: ``SGD`` and ``Adam``, with PyTorch's update rules.
+"""``tapegrad.torch.optim``: ``SGD``, ``Adam``, ``AdamW``, ``RMSprop`` and
+``Adagrad`` with PyTorch's update rules, and ``lr_scheduler``.
 
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=10)
     for x, y in batches:
         opt.zero_grad()
         loss_fn(model(x), y).backward()
         opt.step()
+        sched.step()
 """
 
+from typing import Any
+
+from tapegrad.torch.optim import lr_scheduler
+from tapegrad.torch.optim.adagrad import Adagrad
 from tapegrad.torch.optim.adam import Adam
+from tapegrad.torch.optim.adamw import AdamW
 from tapegrad.torch.optim.optimizer import Optimizer
+from tapegrad.torch.optim.rmsprop import RMSprop
 from tapegrad.torch.optim.sgd import SGD
 
-__all__ = ["SGD", "Adam", "Optimizer"]
+__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]
+
+
+def __getattr__(name: str) -> Any:
+    """A PyTorch name this module lacks: an ``AttributeError`` that says so."""
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}: "
+                         f"tapegrad.torch does not provide torch.optim.{name}")

@@ -122,10 +122,11 @@ class Adam(Optimizer):
         same arithmetic element by element (PyTorch's foreach code), with a
         dozen array operations per group instead of per parameter. Applies
         when every parameter of the group has a plain NumPy gradient and they
-        are at the same step (no ``amsgrad``, weight decay or ``maximize``;
+        are at the same step (no ``amsgrad``, L2 weight decay or ``maximize``;
         ``foreach=False`` asks for the per-parameter update); else False."""
         params = group["params"]
-        if (group["foreach"] is False or group["amsgrad"] or group["weight_decay"] != 0
+        if (group["foreach"] is False or group["amsgrad"]
+                or (group["weight_decay"] != 0 and not group["decoupled_weight_decay"])
                 or group["maximize"] or len(params) < 2):
             return False
         grads = []
@@ -149,8 +150,11 @@ class Adam(Optimizer):
             step = float(step_arr)
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         d = _update(np, gbuf, m, v, None, step, lr, beta1, beta2, eps)
+        decay = 1 - lr * group["weight_decay"]
         for p, (a, b) in zip(params, spans):
             w = buffer(p)
+            if decay != 1:  # AdamW's decoupled decay (it does not enter the moments)
+                w *= decay
             w += d[a:b].reshape(w.shape)
         updated(*params, *[st[k] for st in states for k in ("exp_avg", "exp_avg_sq", "step")])
         return True

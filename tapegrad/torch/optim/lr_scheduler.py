@@ -1,0 +1,295 @@
+"""``torch.optim.lr_scheduler``: ``LambdaLR``, ``StepLR``, ``MultiStepLR``,
+``ExponentialLR`` and ``CosineAnnealingLR``, with PyTorch's recursive forms
+on ``step()`` and its closed forms on ``step(epoch)`` (so its values, float
+for float).
+
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=30, gamma=0.1)
+    for epoch in range(100):
+        train(...)          # opt.step() inside
+        sched.step()
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from tapegrad.torch.optim.optimizer import Optimizer
+
+__all__ = ["CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "MultiStepLR", "StepLR"]
+
+_EPOCH_DEPRECATION = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
+    "possible. Please use `scheduler.step()` to step the scheduler. During the deprecation, if "
+    "epoch is different from None, the closed form is used instead of the new chainable form, "
+    "where available. Please open an issue if you are unable to replicate your use case: "
+    "https://github.com/pytorch/pytorch/issues/new/choose.")
+
+
+def _lrs(optimizer: Optimizer, key: str = "lr") -> list[Any]:
+    return [group[key] for group in optimizer.param_groups]
+
+
+class LRScheduler:
+    """Base class of the schedulers, as ``torch.optim.lr_scheduler.LRScheduler``.
+
+    Construction records each group's ``initial_lr`` (``base_lrs``) and takes
+    the first step (epoch 0). ``step()`` advances ``last_epoch`` and sets
+    every group's ``lr`` to :meth:`get_lr`'s value; ``get_last_lr()`` returns
+    the learning rates it set last.
+    """
+
+    _get_lr_called_within_step = False
+    _is_initial = False
+
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise KeyError(
+                        f"param 'initial_lr' is not specified in param_groups[{i}] when resuming "
+                        "scheduler with last_epoch >= 0.")
+        self.base_lrs: list[Any] = _lrs(optimizer, "initial_lr")
+        self.last_epoch = last_epoch
+        _track_step_called(optimizer)
+        self._step_count = 0
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
+
+    def state_dict(self) -> dict[str, Any]:
+        """The scheduler's attributes but the optimizer."""
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.__dict__.update(state_dict)
+
+    def get_last_lr(self) -> list[Any]:
+        """The learning rates of the groups, as the last ``step()`` set them."""
+        return self._last_lr
+
+    def get_lr(self) -> list[Any]:
+        raise NotImplementedError
+
+    def _warn_outside_step(self) -> None:
+        if not self._get_lr_called_within_step:
+            warnings.warn("To get the last learning rate computed by the scheduler, "
+                          "please use `get_last_lr()`.", UserWarning, stacklevel=3)
+
+    def step(self, epoch: int | None = None) -> None:
+        """Advance one epoch (or go to ``epoch``, with the closed form) and set the lrs."""
+        if self._step_count == 1:
+            if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
+                warnings.warn(
+                    "Seems like `optimizer.step()` has been overridden after learning rate scheduler "
+                    "initialization. Please, make sure to call `optimizer.step()` before "
+                    "`lr_scheduler.step()`. See more details at "
+                    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                    UserWarning, stacklevel=2)
+            elif not getattr(self.optimizer, "_opt_called", False):
+                warnings.warn(
+                    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
+                    "In PyTorch 1.1.0 and later, you should call them in the opposite order: "
+                    "`optimizer.step()` before `lr_scheduler.step()`.  Failure to do this "
+                    "will result in PyTorch skipping the first value of the learning rate schedule. "
+                    "See more details at "
+                    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                    UserWarning, stacklevel=2)
+        self._step_count += 1
+        if epoch is not None:
+            warnings.warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=2)
+        self._get_lr_called_within_step = True
+        try:
+            if epoch is None:
+                self.last_epoch += 1
+                values = self.get_lr()
+            else:
+                self.last_epoch = epoch
+                closed = getattr(self, "_get_closed_form_lr", None)
+                values = closed() if closed is not None else self.get_lr()
+        finally:
+            self._get_lr_called_within_step = False
+        for group, lr in zip(self.optimizer.param_groups, values):
+            group["lr"] = lr
+        self._last_lr = _lrs(self.optimizer)
+
+
+def _track_step_called(opt: Optimizer) -> None:
+    """Wrap ``opt.step`` once so that it records ``opt._opt_called`` (for the order warning)."""
+    if hasattr(opt.step, "_wrapped_by_lr_sched"):
+        return
+    func = type(opt).step
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        opt._opt_called = True  # type: ignore[attr-defined]
+        return func(opt, *args, **kwargs)
+
+    wrapper._wrapped_by_lr_sched = True  # type: ignore[attr-defined]
+    opt.step = wrapper  # type: ignore[method-assign]
+
+
+_LRScheduler = LRScheduler
+
+
+class LambdaLR(LRScheduler):
+    """``lr = base_lr * lr_lambda(epoch)`` (one function, or one per group).
+
+    Example:
+        >>> sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 0.95 ** epoch)
+    """
+
+    def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
+                 last_epoch: int = -1) -> None:
+        self.optimizer = optimizer
+        if not isinstance(lr_lambda, (list, tuple)):
+            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        else:
+            if len(lr_lambda) != len(optimizer.param_groups):
+                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        super().__init__(optimizer, last_epoch)
+
+    def state_dict(self) -> dict[str, Any]:
+        """As the base's, with the lambdas' ``__dict__`` (None for plain functions)."""
+        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+        sd["lr_lambdas"] = [None if type(fn).__name__ == "function" else fn.__dict__.copy()
+                            for fn in self.lr_lambdas]
+        return sd
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state_dict = dict(state_dict)
+        lr_lambdas = state_dict.pop("lr_lambdas")
+        self.__dict__.update(state_dict)
+        for idx, fn in enumerate(lr_lambdas):
+            if fn is not None:
+                self.lr_lambdas[idx].__dict__.update(fn)
+
+    def get_lr(self) -> list[Any]:
+        self._warn_outside_step()
+        return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+
+
+class StepLR(LRScheduler):
+    """Multiply the lr by ``gamma`` every ``step_size`` epochs.
+
+    Example:
+        >>> sched = torch.optim.lr_scheduler.StepLR(opt, step_size=30, gamma=0.1)
+    """
+
+    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1) -> None:
+        self.step_size = step_size
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[Any]:
+        self._warn_outside_step()
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return _lrs(self.optimizer)
+        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self) -> list[Any]:
+        return [base_lr * self.gamma ** (self.last_epoch // self.step_size) for base_lr in self.base_lrs]
+
+
+class MultiStepLR(LRScheduler):
+    """Multiply the lr by ``gamma`` at each milestone epoch.
+
+    Example:
+        >>> sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[30, 80], gamma=0.1)
+    """
+
+    def __init__(self, optimizer: Optimizer, milestones: Iterable[int], gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
+        self.milestones = Counter(milestones)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[Any]:
+        self._warn_outside_step()
+        if self.last_epoch not in self.milestones:
+            return _lrs(self.optimizer)
+        return [group["lr"] * self.gamma ** self.milestones[self.last_epoch]
+                for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self) -> list[Any]:
+        milestones = sorted(self.milestones.elements())
+        return [base_lr * self.gamma ** bisect_right(milestones, self.last_epoch) for base_lr in self.base_lrs]
+
+
+class ExponentialLR(LRScheduler):
+    """Multiply the lr by ``gamma`` every epoch.
+
+    Example:
+        >>> sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)
+    """
+
+    def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[Any]:
+        self._warn_outside_step()
+        if self._is_initial:
+            return _lrs(self.optimizer)
+        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self) -> list[Any]:
+        return [base_lr * self.gamma**self.last_epoch for base_lr in self.base_lrs]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """Cosine annealing from ``base_lr`` to ``eta_min`` over ``T_max`` epochs
+    (PyTorch's recursive form, which keeps going past ``T_max``).
+
+    Example:
+        >>> sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=50)
+    """
+
+    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,  # noqa: N803
+                 last_epoch: int = -1) -> None:
+        self.T_max = T_max
+        self.eta_min = eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[Any]:
+        self._warn_outside_step()
+        groups = self.optimizer.param_groups
+        if self._is_initial:
+            return _lrs(self.optimizer)
+        if self._step_count == 1 and self.last_epoch > 0:
+            return [self.eta_min + (base_lr - self.eta_min)
+                    * (1 + math.cos(self.last_epoch * math.pi / self.T_max)) / 2
+                    for base_lr in self.base_lrs]
+        if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
+            return [group["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
+                    for base_lr, group in zip(self.base_lrs, groups)]
+        return [(1 + math.cos(math.pi * self.last_epoch / self.T_max))
+                / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))
+                * (group["lr"] - self.eta_min) + self.eta_min
+                for group in groups]
+
+    def _get_closed_form_lr(self) -> list[Any]:
+        return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+                for base_lr in self.base_lrs]
+
+
+def __getattr__(name: str) -> Any:
+    """A PyTorch name this module lacks: an ``AttributeError`` that says so."""
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}: "
+                         f"tapegrad.torch does not provide torch.optim.lr_scheduler.{name}")

@@ -1,0 +1,43 @@
+"""``torch.utils.data``: datasets, samplers and the ``DataLoader``, as PyTorch's
+(single process: ``num_workers`` is accepted and the batches are made in the
+calling process).
+
+    ds = torch.utils.data.TensorDataset(x, y)
+    train, val = torch.utils.data.random_split(ds, [0.8, 0.2])
+    for xb, yb in torch.utils.data.DataLoader(train, batch_size=32, shuffle=True):
+        ...
+"""
+
+from typing import Any
+
+from tapegrad.torch.utils.data.collate import default_collate, default_convert
+from tapegrad.torch.utils.data.dataloader import DataLoader
+from tapegrad.torch.utils.data.dataset import (
+    ConcatDataset,
+    Dataset,
+    IterableDataset,
+    Subset,
+    TensorDataset,
+    random_split,
+)
+from tapegrad.torch.utils.data.sampler import (
+    BatchSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+)
+
+__all__ = [
+    "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset", "RandomSampler",
+    "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset",
+    "default_collate", "default_convert", "random_split",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """A PyTorch name this module lacks: an ``AttributeError`` that says so."""
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}: "
+                         f"tapegrad.torch does not provide torch.utils.data.{name}")
