@@ -244,6 +244,7 @@ class ModuleDict(Module):
             for key, m in modules.items():
                 self[key] = m
             return
+        pair: Any
         for j, pair in enumerate(modules):
             if not isinstance(pair, abc.Iterable):
                 raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; is"
