@@ -244,9 +244,8 @@ class ModuleDict(Module):
             for key, m in modules.items():
                 self[key] = m
             return
-        pair: Any
         for j, pair in enumerate(modules):
-            if not isinstance(pair, abc.Iterable):
+            if not hasattr(pair, "__iter__"):
                 raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; is"
                                 + type(pair).__name__)
             if len(pair) != 2:
