@@ -7,14 +7,18 @@ NumPy's, so the numbers differ from PyTorch's; the distributions are the same.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
+import numpy as np
+
+from tapegrad.torch._creation import _rng, as_tensor
 from tapegrad.torch._tensor import Tensor
 from tapegrad.torch.grad_mode import no_grad
 
 __all__ = [
-    "calculate_gain", "constant_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",
-    "uniform_", "xavier_normal_", "xavier_uniform_", "zeros_",
+    "calculate_gain", "constant_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",
+    "orthogonal_", "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_", "zeros_",
 ]
 
 
@@ -29,7 +33,12 @@ def calculate_gain(nonlinearity: str, param: Any = None) -> float:
     if nonlinearity == "relu":
         return math.sqrt(2.0)
     if nonlinearity == "leaky_relu":
-        slope = 0.01 if param is None else float(param)
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, (int, float)) and not isinstance(param, bool):
+            slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
         return math.sqrt(2.0 / (1 + slope**2))
     if nonlinearity == "selu":
         return 3.0 / 4
@@ -44,8 +53,9 @@ def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
 
 
 def _fan(tensor: Tensor, mode: str) -> int:
+    mode = mode.lower()
     if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+        raise ValueError(f"Mode {mode} not supported, please use one of ['fan_in', 'fan_out']")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return fan_in if mode == "fan_in" else fan_out
 
@@ -63,6 +73,7 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any 
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
+    """Fill with ``val``."""
     with no_grad():
         return tensor.fill_(val)
 
@@ -82,6 +93,9 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
 
     ``nn.Linear`` uses ``a=sqrt(5)``, which makes ``bound = 1 / sqrt(fan_in)``.
     """
+    if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
     gain = calculate_gain(nonlinearity, a)
     bound = math.sqrt(3.0) * gain / math.sqrt(_fan(tensor, mode))
     return uniform_(tensor, -bound, bound)
@@ -89,6 +103,10 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
 
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu", generator: Any = None) -> Tensor:
+    """N(0, std**2) with ``std = gain / sqrt(fan)`` (He et al., 2015)."""
+    if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     return normal_(tensor, 0.0, std)
 
@@ -101,5 +119,49 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Any = None) ->
 
 
 def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
+    """N(0, std**2) with ``std = gain * sqrt(2 / (fan_in + fan_out))``."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
+
+
+def _fill(tensor: Tensor, arr: Any) -> Tensor:
+    with no_grad():
+        return tensor.copy_(as_tensor(np.asarray(arr).reshape(tuple(tensor.shape))))
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """Fill a 2-D tensor with the identity matrix (ones on the main diagonal)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _fill(tensor, np.eye(*tensor.shape))
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1, generator: Any = None) -> Tensor:
+    """A (semi-)orthogonal matrix times ``gain`` (Saxe et al., 2013): the Q of a
+    Gaussian matrix's QR factorisation, signs fixed by R's diagonal; dimensions
+    after the first are flattened."""
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = _rng().standard_normal((rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _fill(tensor, gain * q)
+
+
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
+                  generator: Any = None) -> Tensor:
+    """N(mean, std**2) restricted to ``[a, b]`` (draws outside are redrawn)."""
+    n = tensor.numel()
+    out = np.empty(0)
+    while out.size < n:
+        draw = _rng().normal(mean, std, max(n, 16))
+        out = np.concatenate([out, draw[(draw >= a) & (draw <= b)]])
+    return _fill(tensor, out[:n])
