@@ -11,7 +11,7 @@ Everything here is built from tensor methods and ``tapegrad.numpy`` calls;
 the gradients come from the facade's tape.
 """
 
-from tapegrad.torch.nn import functional, init
+from tapegrad.torch.nn import functional, init, utils
 from tapegrad.torch.nn.modules import (
     ELU,
     GELU,
@@ -52,5 +52,5 @@ __all__ = [
     "Hardtanh", "HuberLoss", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear",
     "LogSoftmax", "MSELoss", "Mish", "Module", "ModuleDict", "ModuleList", "NLLLoss",
     "Parameter", "ParameterList", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss",
-    "Softmax", "Softplus", "Tanh", "Unflatten", "functional", "init",
+    "Softmax", "Softplus", "Tanh", "Unflatten", "functional", "init", "utils",
 ]
