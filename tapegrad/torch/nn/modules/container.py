@@ -82,6 +82,45 @@ class Sequential(_ModuleSequence):
         for i, m in enumerate(mods):
             self._modules[str(i)] = m
 
+    def insert(self, index: int, module: Module) -> Self:
+        """Insert ``module`` before position ``index``."""
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")
+        n = len(self._modules)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
+        if index < 0:
+            index += n
+        for i in range(n, index, -1):
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
+        return self
+
+    def extend(self, sequential: Iterable[Module]) -> Self:
+        for layer in sequential:
+            self.append(layer)
+        return self
+
+    def pop(self, key: int | slice) -> Any:
+        v = self[key]
+        del self[key]
+        return v
+
+    def __add__(self, other: Any) -> Sequential:
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+        ret = Sequential()
+        for layer in chain(self, other):
+            ret.append(layer)
+        return ret
+
+    def __iadd__(self, other: Any) -> Self:
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+        for layer in other:
+            self.append(layer)
+        return self
+
 
 def _abs_index(n: int, idx: Any) -> int:
     idx = operator.index(idx)
