@@ -412,6 +412,8 @@ for nl in ["linear", "conv1d", "conv_transpose3d", "sigmoid", "tanh", "relu", "l
     print(nl, init.calculate_gain(nl))
 print(init.calculate_gain("leaky_relu", 0.2), init.calculate_gain("leaky_relu", 1))
 print(init.eye_(torch.empty(2, 3)), init.eye_(torch.empty(3, 2, dtype=torch.float64)))
+print(init.dirac_(torch.empty(2, 3, 3)), init.dirac_(torch.empty(4, 2, 1, 2), groups=2).flatten(1))
+print(init.constant(torch.empty(2), 3.0), init.constant.__name__)
 print(init.constant_(torch.empty(2, 2), 0.5), init.zeros_(torch.empty(2)), init.ones_(torch.empty(1, 2)))
 p = torch.nn.Parameter(torch.empty(2, 2))
 print(init.ones_(p))
@@ -462,6 +464,15 @@ def test_init_errors_match_pytorch(torch_diff: Any) -> None:
     torch_diff.assert_same_error(lambda t: t.nn.init.kaiming_normal_(t.empty(2, 2), mode="fan"))
     torch_diff.assert_same_error(lambda t: t.nn.init.eye_(t.empty(2, 2, 2)))
     torch_diff.assert_same_error(lambda t: t.nn.init.orthogonal_(t.empty(2)))
+    torch_diff.assert_same_error(lambda t: t.nn.init.dirac_(t.empty(2, 2)))
+    torch_diff.assert_same_error(lambda t: t.nn.init.dirac_(t.empty(3, 2, 2), groups=2))
+
+
+def test_init_deprecated_names_warn() -> None:
+    with pytest.warns(FutureWarning, match=r"`nn.init.xavier_uniform` is now deprecated in favor of "
+                                           r"`nn.init.xavier_uniform_`."):
+        w = init.xavier_uniform(torch.empty(3, 3))
+    assert w.shape == (3, 3)
 
 
 CLIP_PROGRAM = """

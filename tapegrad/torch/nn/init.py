@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,8 +18,9 @@ from tapegrad.torch._tensor import Tensor
 from tapegrad.torch.grad_mode import no_grad
 
 __all__ = [
-    "calculate_gain", "constant_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",
-    "orthogonal_", "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_", "zeros_",
+    "calculate_gain", "constant", "constant_", "dirac_", "eye_", "kaiming_normal", "kaiming_uniform", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",
+    "normal", "orthogonal", "orthogonal_", "trunc_normal_", "uniform", "uniform_", "xavier_normal",
+    "xavier_normal_", "xavier_uniform", "xavier_uniform_", "zeros_",
 ]
 
 
@@ -165,3 +167,43 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
         draw = _rng().normal(mean, std, max(n, 16))
         out = np.concatenate([out, draw[(draw >= a) & (draw <= b)]])
     return _fill(tensor, out[:n])
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """The Dirac delta for a 3-, 4- or 5-D (convolution) weight: each of the first
+    ``min(out/groups, in)`` channels of each group passes its input channel through."""
+    if tensor.dim() not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    shape = tuple(tensor.shape)
+    if shape[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = shape[0] // groups
+    arr = np.zeros(shape)
+    center = tuple(k // 2 for k in shape[2:])
+    for g in range(groups):
+        for d in range(min(per_group, shape[1])):
+            arr[(g * per_group + d, d) + center] = 1
+    return _fill(tensor, arr)
+
+
+def _deprecated(meth: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    new, old = meth.__name__, meth.__name__[:-1]
+
+    def deprecated_init(*args: Any, **kwargs: Any) -> Tensor:
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new}`.", FutureWarning,
+                      stacklevel=2)
+        return meth(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old
+    deprecated_init.__doc__ = f"Deprecated: :func:`{new}`."
+    return deprecated_init
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
