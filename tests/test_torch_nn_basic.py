@@ -128,6 +128,24 @@ def test_parameter_list() -> None:
         pl()
 
 
+def test_parameter_dict() -> None:
+    pd = nn.ParameterDict({"w": torch.ones(2), "b": nn.Parameter(torch.zeros(1)), "k": "text"})
+    assert list(pd) == ["b", "k", "w"]  # a plain dict goes in sorted
+    assert isinstance(pd["w"], nn.Parameter) and pd["k"] == "text"
+    assert [n for n, _ in pd.named_parameters()] == ["b", "w"]
+    pd.update(OrderedDict([("z", torch.ones(1)), ("a", torch.ones(1))]))
+    assert list(pd)[-2:] == ["z", "a"] and len(pd) == 5
+    assert pd.get("missing") is None and pd.setdefault("s", torch.ones(3)).shape == (3,)
+    assert pd.popitem()[0] == "s" and pd.pop("k") == "text"
+    # one entry: PyTorch's one-line form (its extra_repr has one line)
+    assert repr(nn.ParameterDict({"p": torch.ones(2, 3)})) == (
+        "ParameterDict(  (p): Parameter containing: [torch.FloatTensor of size 2x3])")
+    with pytest.raises(TypeError, match="Index given to ParameterDict cannot be used as a key"):
+        pd[1]  # type: ignore[index]
+    pd.clear()
+    assert len(pd) == 0 and list(pd.parameters()) == []
+
+
 # --- nn.init --------------------------------------------------------------------------------------
 
 
@@ -385,6 +403,10 @@ print(md, list(md), "fc" in md, md.pop("act"))
 pl = nn.ParameterList([nn.Parameter(torch.ones(2)), torch.zeros(2, 3)])
 pl.append(torch.ones(1, dtype=torch.float64))
 print(pl, pl[0], len(pl), pl[1:])
+pd = nn.ParameterDict({"w": torch.ones(2, 2), "b": nn.Parameter(torch.zeros(2)), "n": 3})
+pd.update([("z", torch.ones(1, dtype=torch.float64))]); pd["y"] = torch.ones(3)
+print(pd, list(pd), "w" in pd, pd.get("q", 5), pd.popitem()[0], len(pd), pd["b"])
+print([n for n, _ in pd.named_parameters()], pd.pop("n"), list(pd.keys()), list(pd | nn.ParameterDict({"a": torch.ones(1)})))
 class Net(nn.Module):
     def __init__(self):
         super().__init__()

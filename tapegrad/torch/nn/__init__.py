@@ -34,6 +34,7 @@ from tapegrad.torch.nn.modules import (
     ModuleList,
     MSELoss,
     NLLLoss,
+    ParameterDict,
     ParameterList,
     ReLU,
     Sequential,
@@ -51,6 +52,6 @@ __all__ = [
     "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "Flatten", "GELU",
     "Hardtanh", "HuberLoss", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear",
     "LogSoftmax", "MSELoss", "Mish", "Module", "ModuleDict", "ModuleList", "NLLLoss",
-    "Parameter", "ParameterList", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss",
-    "Softmax", "Softplus", "Tanh", "Unflatten", "functional", "init", "utils",
+    "Parameter", "ParameterDict", "ParameterList", "ReLU", "Sequential", "SiLU", "Sigmoid",
+    "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Unflatten", "functional", "init", "utils",
 ]

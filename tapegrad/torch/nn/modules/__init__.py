@@ -2,7 +2,7 @@
 
 - ``module``: :class:`Module`, the base class (registration, traversal,
   ``state_dict``, dtype and device moves, ``repr``)
-- ``container``: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``
+- ``container``: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``
 - ``flatten``: ``Flatten``, ``Unflatten``
 - ``linear``: ``Identity``, ``Linear``
 - ``activation``: ``ReLU``, ``GELU``, ``Softmax`` ... (elementwise and softmax)
@@ -28,7 +28,13 @@ from tapegrad.torch.nn.modules.activation import (
     Softplus,
     Tanh,
 )
-from tapegrad.torch.nn.modules.container import ModuleDict, ModuleList, ParameterList, Sequential
+from tapegrad.torch.nn.modules.container import (
+    ModuleDict,
+    ModuleList,
+    ParameterDict,
+    ParameterList,
+    Sequential,
+)
 from tapegrad.torch.nn.modules.dropout import Dropout
 from tapegrad.torch.nn.modules.flatten import Flatten, Unflatten
 from tapegrad.torch.nn.modules.linear import Identity, Linear
@@ -49,6 +55,6 @@ __all__ = [
     "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "Flatten", "GELU",
     "Hardtanh", "HuberLoss", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear",
     "LogSoftmax", "MSELoss", "Mish", "Module", "ModuleDict", "ModuleList", "NLLLoss",
-    "ParameterList", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax",
-    "Softplus", "Tanh", "Unflatten",
+    "ParameterDict", "ParameterList", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss",
+    "Softmax", "Softplus", "Tanh", "Unflatten",
 ]

@@ -1,4 +1,4 @@
-"""Containers: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``."""
+"""Containers: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from tapegrad.torch._tensor import Tensor
 from tapegrad.torch.nn.modules.module import Module, _addindent
 from tapegrad.torch.nn.parameter import Parameter
 
-__all__ = ["ModuleDict", "ModuleList", "ParameterList", "Sequential"]
+__all__ = ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]
 
 
 class _ModuleSequence(Module):
@@ -364,3 +364,142 @@ class ParameterList(Module):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("ParameterList should not be called.")
+
+
+class ParameterDict(Module):
+    """An ordered dict of named parameters (tensors given to it become
+    :class:`Parameter`\\ s; other values are kept as plain attributes). A plain
+    ``dict`` is added in sorted key order, as PyTorch does.
+
+    Example:
+        >>> nn.ParameterDict({"w": torch.ones(2, 2), "b": torch.zeros(2)})
+        ParameterDict(
+            (b): Parameter containing: [torch.FloatTensor of size 2]
+            (w): Parameter containing: [torch.FloatTensor of size 2x2]
+        )
+    """
+
+    def __init__(self, parameters: Any = None) -> None:
+        super().__init__()
+        object.__setattr__(self, "_keys", {})
+        if parameters is not None:
+            self.update(parameters)
+
+    @staticmethod
+    def _key_to_attr(key: Any) -> str:
+        if not isinstance(key, str):
+            raise TypeError("Index given to ParameterDict cannot be used as a key as it is not a string "
+                            f"(type is '{type(key).__name__}'). Open an issue on github if you need "
+                            "non-string keys.")
+        return key
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, self._key_to_attr(key))
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._keys[key] = None
+        attr = self._key_to_attr(key)
+        if isinstance(value, Tensor) and not isinstance(value, Parameter):
+            value = Parameter(value)
+        setattr(self, attr, value)
+
+    def __delitem__(self, key: str) -> None:
+        del self._keys[key]
+        delattr(self, self._key_to_attr(key))
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __reversed__(self) -> Iterator[str]:
+        return reversed(list(self._keys))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def copy(self) -> ParameterDict:
+        return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self) -> None:
+        for k in list(self._keys):
+            del self[k]
+
+    def pop(self, key: str) -> Any:
+        v = self[key]
+        del self[key]
+        return v
+
+    def popitem(self) -> tuple[str, Any]:
+        k = next(reversed(list(self._keys)))
+        return k, self.pop(k)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def fromkeys(self, keys: Iterable[str], default: Any = None) -> ParameterDict:
+        return ParameterDict((k, default) for k in keys)
+
+    def keys(self) -> abc.KeysView[str]:
+        return self._keys.keys()  # type: ignore[no-any-return]
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        return ((k, self[k]) for k in self._keys)
+
+    def values(self) -> Iterator[Any]:
+        return (self[k] for k in self._keys)
+
+    def update(self, parameters: Any) -> None:
+        if not isinstance(parameters, abc.Iterable):
+            raise TypeError("ParametersDict.update should be called with an iterable of key/value pairs, "
+                            "but got " + type(parameters).__name__)
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            for key, p in parameters.items():
+                self[key] = p
+        elif isinstance(parameters, abc.Mapping):
+            for key, p in sorted(parameters.items()):
+                self[key] = p
+        else:
+            for j, pair in enumerate(parameters):
+                if not hasattr(pair, "__iter__"):
+                    raise TypeError(f"ParameterDict update sequence element #{j} should be Iterable; is"
+                                    + type(pair).__name__)
+                if len(pair) != 2:
+                    raise ValueError(f"ParameterDict update sequence element #{j} has length {len(pair)}; "
+                                     "2 is required")
+                self[pair[0]] = pair[1]
+
+    def extra_repr(self) -> str:
+        lines = []
+        for k, p in self.items():
+            if isinstance(p, Tensor):
+                size = "x".join(str(s) for s in p.size())
+                dev = f" ({p.device})" if p.device.type == "cuda" else ""
+                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+                lines.append(f"  ({k}): {kind} containing: [{p.type()} of size {size}{dev}]")
+            else:
+                lines.append(f"  ({k}): Object of type: {type(p).__name__}")
+        return "\n".join(lines)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("ParameterDict should not be called.")
+
+    def __or__(self, other: ParameterDict) -> ParameterDict:
+        out = self.copy()
+        out.update(other)
+        return out
+
+    def __ror__(self, other: ParameterDict) -> ParameterDict:
+        out = other.copy()
+        out.update(self)
+        return out
+
+    def __ior__(self, other: ParameterDict) -> Self:
+        self.update(other)
+        return self
