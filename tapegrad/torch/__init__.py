@@ -24,6 +24,7 @@ from tapegrad.torch import (  # noqa: E402, I001
     func,
     nn,
     optim,
+    serialization,
     utils,
 )
 from tapegrad.torch._creation import (
@@ -107,6 +108,7 @@ from tapegrad.torch.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from tapegrad.torch.serialization import load, save
 
 bool = bool_  # noqa: A001
 float = _dtype.float  # noqa: A001
@@ -128,6 +130,7 @@ __all__ = [
     "ones", "ones_like", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like",
     "randperm", "seed", "set_anomaly_enabled", "set_default_dtype", "set_grad_enabled", "short", "stack", "tensor",
     "uint8", "vmap", "vstack", "where", "zeros", "zeros_like", "nn", "optim", "utils",
+    "load", "save", "serialization",
 ]
 
 # the function forms of tensor methods: torch.exp(x), torch.sum(x, dim=0), ... (the op table's rows)

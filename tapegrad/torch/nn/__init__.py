@@ -11,7 +11,7 @@ Everything here is built from tensor methods and ``tapegrad.numpy`` calls;
 the gradients come from the facade's tape.
 """
 
-from tapegrad.torch.nn import functional, init
+from tapegrad.torch.nn import functional, init, utils
 from tapegrad.torch.nn.modules import (
     ELU,
     GELU,
@@ -19,6 +19,7 @@ from tapegrad.torch.nn.modules import (
     BCEWithLogitsLoss,
     CrossEntropyLoss,
     Dropout,
+    Flatten,
     Hardtanh,
     HuberLoss,
     Identity,
@@ -29,9 +30,12 @@ from tapegrad.torch.nn.modules import (
     LogSoftmax,
     Mish,
     Module,
+    ModuleDict,
     ModuleList,
     MSELoss,
     NLLLoss,
+    ParameterDict,
+    ParameterList,
     ReLU,
     Sequential,
     Sigmoid,
@@ -40,12 +44,14 @@ from tapegrad.torch.nn.modules import (
     Softmax,
     Softplus,
     Tanh,
+    Unflatten,
 )
 from tapegrad.torch.nn.parameter import Parameter
 
 __all__ = [
-    "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "GELU", "Hardtanh", "HuberLoss",
-    "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module",
-    "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax",
-    "Softplus", "Tanh", "functional", "init",
+    "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "Flatten", "GELU",
+    "Hardtanh", "HuberLoss", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear",
+    "LogSoftmax", "MSELoss", "Mish", "Module", "ModuleDict", "ModuleList", "NLLLoss",
+    "Parameter", "ParameterDict", "ParameterList", "ReLU", "Sequential", "SiLU", "Sigmoid",
+    "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Unflatten", "functional", "init", "utils",
 ]

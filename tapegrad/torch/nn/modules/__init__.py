@@ -2,7 +2,8 @@
 
 - ``module``: :class:`Module`, the base class (registration, traversal,
   ``state_dict``, dtype and device moves, ``repr``)
-- ``container``: ``Sequential``, ``ModuleList``
+- ``container``: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``
+- ``flatten``: ``Flatten``, ``Unflatten``
 - ``linear``: ``Identity``, ``Linear``
 - ``activation``: ``ReLU``, ``GELU``, ``Softmax`` ... (elementwise and softmax)
 - ``dropout``: ``Dropout``
@@ -27,8 +28,15 @@ from tapegrad.torch.nn.modules.activation import (
     Softplus,
     Tanh,
 )
-from tapegrad.torch.nn.modules.container import ModuleList, Sequential
+from tapegrad.torch.nn.modules.container import (
+    ModuleDict,
+    ModuleList,
+    ParameterDict,
+    ParameterList,
+    Sequential,
+)
 from tapegrad.torch.nn.modules.dropout import Dropout
+from tapegrad.torch.nn.modules.flatten import Flatten, Unflatten
 from tapegrad.torch.nn.modules.linear import Identity, Linear
 from tapegrad.torch.nn.modules.loss import (
     BCELoss,
@@ -44,8 +52,9 @@ from tapegrad.torch.nn.modules.module import Module
 from tapegrad.torch.nn.modules.normalization import LayerNorm
 
 __all__ = [
-    "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "GELU", "Hardtanh", "HuberLoss",
-    "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module",
-    "ModuleList", "NLLLoss", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus",
-    "Tanh",
+    "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "Flatten", "GELU",
+    "Hardtanh", "HuberLoss", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear",
+    "LogSoftmax", "MSELoss", "Mish", "Module", "ModuleDict", "ModuleList", "NLLLoss",
+    "ParameterDict", "ParameterList", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss",
+    "Softmax", "Softplus", "Tanh", "Unflatten",
 ]
