@@ -183,3 +183,12 @@ class cuda:  # noqa: N801
     @staticmethod
     def synchronize() -> None:
         pass
+
+
+def __getattr__(name: str) -> Any:
+    """A PyTorch name the facade lacks: an ``AttributeError`` that says so
+    (called only on a miss; ``hasattr(torch, name)`` stays False)."""
+    if name.startswith("__"):
+        raise AttributeError(f"module 'tapegrad.torch' has no attribute '{name}'")
+    raise AttributeError(f"module 'tapegrad.torch' has no attribute '{name}': "
+                         f"tapegrad.torch does not provide torch.{name} (yet)")

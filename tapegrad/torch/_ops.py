@@ -376,4 +376,14 @@ def _function_form(name: str) -> Callable[..., Any]:
     return fn
 
 
+def _missing_attribute(self: Tensor, name: str) -> Any:
+    """``Tensor.__getattr__`` (called only on a miss): a PyTorch method the
+    facade lacks raises an ``AttributeError`` that says so."""
+    if name.startswith("_"):
+        raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+    raise AttributeError(f"'Tensor' object has no attribute '{name}': "
+                         f"tapegrad.torch does not provide Tensor.{name} (yet)")
+
+
 FUNCTIONS = install()
+Tensor.__getattr__ = _missing_attribute  # type: ignore[method-assign]
