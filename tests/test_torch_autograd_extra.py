@@ -55,3 +55,136 @@ def test_missing_tensor_method_says_not_provided() -> None:
         t.no_such_method()
     with pytest.raises(AttributeError, match=r"^'Tensor' object has no attribute '_private'$"):
         t._private  # noqa: B018
+
+
+# --- 2. breadth ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+def test_out_argument() -> None:
+    out = _same("""
+        a = torch.tensor([3., 1., 3., 2.], requires_grad=True)
+        r = torch.empty(4)
+        try:
+            torch.add(a, a, out=r)
+        except RuntimeError as e:
+            print(e)
+        r2 = torch.add(a.detach(), 1, out=r)
+        print(r, r2 is r, r._version > 0)
+        m = torch.zeros(2, 2)
+        torch.matmul(torch.ones(2, 3), torch.ones(3, 2), out=m)
+        torch.mul(m, 2, out=m)
+        print(m)
+        torch.exp(torch.zeros(2), out=m)
+        print(m)
+        try:
+            torch.add(a.detach(), 1, out=torch.empty(4, dtype=torch.long))
+        except RuntimeError as e:
+            print(e)
+        with torch.no_grad():
+            torch.pow(a, 2, out=r)
+        print(r)
+    """)
+    assert "functions with out=... arguments don't support automatic differentiation" in out
+
+
+def test_bitwise_and_comparison_functions() -> None:
+    _same("""
+        i = torch.tensor([1, 2, 3])
+        b = torch.tensor([True, False, True])
+        print(torch.bitwise_and(i, 6), torch.bitwise_or(i, 1), torch.bitwise_xor(i, i), torch.bitwise_not(i))
+        print(i & 2, i | 4, i ^ 1, ~i, b & ~b, b | False, b ^ True, ~b, torch.bitwise_not(b))
+        print(torch.logical_xor(b, torch.tensor([True, True, False])))
+        for f in (torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge):
+            print(f(i, 2), f(i, torch.tensor([3, 2, 1])))
+    """)
+
+
+def test_unique() -> None:
+    _same("""
+        a = torch.tensor([3., 1., 3., 2.], requires_grad=True)
+        print(torch.unique(a))
+        x = torch.tensor([[3, 1, 3], [2, 1, 1]])
+        print(torch.unique(x), torch.unique(x, sorted=False))
+        print(torch.unique(x, return_inverse=True))
+        print(torch.unique(x, return_counts=True))
+        print(torch.unique(x, return_inverse=True, return_counts=True))
+        print(x.unique(return_counts=True))
+        print(torch.unique(torch.tensor([[1, 2], [1, 2], [0, 5]]), dim=0, return_inverse=True))
+    """)
+
+
+def test_inplace_math_and_shape() -> None:
+    _same("""
+        a = torch.tensor([0.5, 1.0, 2.0, 3.0], requires_grad=True)
+        for name in ["sin_", "cos_", "tan_", "exp_", "log_", "sqrt_", "tanh_", "sigmoid_", "log1p_", "expm1_",
+                     "reciprocal_", "rsqrt_", "floor_", "ceil_", "round_", "trunc_", "frac_", "sign_", "abs_",
+                     "neg_", "square_", "asinh_", "atan_", "erf_", "log2_", "exp2_"]:
+            y = a * 1
+            r = getattr(y, name)()
+            print(name, r is y, y, y._version)
+        b = a * 1
+        b.unsqueeze_(0)
+        print(b, b.shape)
+        b.squeeze_()
+        print(b)
+        c = (a * 1).view(2, 2)
+        c.t_()
+        print(c)
+        d = (a * 1).view(1, 4)
+        d.squeeze_(0)
+        print(d)
+        d.unsqueeze_(1).squeeze_((1,))
+        print(d)
+        (c * torch.tensor([[1., 2.], [3., 4.]])).sum().backward()
+        print(a.grad)
+        try:
+            a.unsqueeze_(0)
+        except RuntimeError as e:
+            print(e)
+        z = torch.zeros(3)
+        z.sin_(); z.unsqueeze_(0)
+        print(z, z._version)
+    """)
+
+
+def test_linalg_names() -> None:
+    out = _same("""
+        m = torch.tensor([[2., 1.], [1., 3.]], requires_grad=True)
+        print(torch.linalg.inv(m), torch.linalg.det(m), torch.linalg.cholesky(m))
+        print(torch.linalg.solve(m, torch.ones(2)))
+        print(torch.linalg.norm(m), torch.linalg.matrix_norm(m), torch.linalg.vector_norm(m))
+        print(torch.linalg.eigh(m).eigenvalues, torch.linalg.svd(m).S, torch.linalg.qr(m).R)
+        print(torch.linalg.slogdet(m).logabsdet, torch.svd(m).V.grad_fn.name(), torch.svd(m).U.grad_fn.name())
+        print(torch.linalg.matrix_norm(m, ord='nuc'), torch.linalg.vector_norm(m, ord=1))
+        print(torch.linalg.vector_norm(m, ord=float('inf')), torch.linalg.norm(torch.tensor([3., 4.])))
+        print(torch.linalg.svd(torch.eye(2)))
+        print(torch.linalg.eigh(torch.eye(2)))
+        print(torch.svd(torch.eye(2)))
+        print(torch.linalg.slogdet(torch.eye(2)))
+    """)
+    assert "LinalgInvExBackward0" in out
+    m = tt.tensor([[2.0, 1.0], [1.0, 3.0]], dtype=tt.float64, requires_grad=True)
+    tt.linalg.det(m).backward()
+    np.testing.assert_allclose(m.grad.numpy(), [[3.0, -1.0], [-1.0, 2.0]])
+    u, s, v = tt.svd(m)
+    np.testing.assert_allclose((u @ tt.diag(s) @ v.t()).detach().numpy(), m.detach().numpy())
+
+
+def test_accelerator_and_default_device() -> None:
+    _same("""
+        print(torch.accelerator.is_available() == torch.cuda.is_available())
+        torch.set_default_device("cpu")
+        print(torch.zeros(2).device, torch.get_default_device())
+        torch.set_default_device(None)
+    """)
+    if not tt.cuda.is_available():
+        assert tt.accelerator.current_accelerator() is None
+        assert not tt.accelerator.is_available()
+
+
+def test_out_resize_warns() -> None:
+    r = tt.zeros(2, 2)
+    with pytest.warns(UserWarning, match="An output with one or more elements was resized"):
+        tt.exp(tt.zeros(3), out=r)
+    assert r.shape == (3,)
