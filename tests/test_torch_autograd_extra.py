@@ -188,3 +188,88 @@ def test_out_resize_warns() -> None:
     with pytest.warns(UserWarning, match="An output with one or more elements was resized"):
         tt.exp(tt.zeros(3), out=r)
     assert r.shape == (3,)
+
+
+# --- 3. forward AD --------------------------------------------------------------------------------
+
+_FORWARD_AD = """
+    fwAD = torch.autograd.forward_ad
+    primal = torch.tensor([[1., 2.], [3., 4.]])
+    tangent = torch.tensor([[0.5, 1.], [-1., 2.]])
+
+    def fn(x, y):
+        return x ** 2 + y ** 2
+
+    with fwAD.dual_level():
+        dual_input = fwAD.make_dual(primal, tangent)
+        print(fwAD.unpack_dual(dual_input).tangent is tangent)
+        dual_input_alt = fwAD.make_dual(primal, tangent.T)
+        print(fwAD.unpack_dual(dual_input_alt).tangent is tangent)
+        plain_tensor = torch.tensor([[1., 1.], [2., 2.]])
+        dual_output = fn(dual_input, plain_tensor)
+        print(fwAD.unpack_dual(dual_output).tangent)
+        print(fwAD.unpack_dual(dual_output).primal)
+        print(fwAD.unpack_dual(plain_tensor).tangent)
+        y = (dual_input.sin() * dual_input_alt).sum(0)
+        print(fwAD.unpack_dual(y).tangent)
+        print(fwAD.unpack_dual(y).tangent)
+        print(type(fwAD.unpack_dual(y)).__name__, fwAD.unpack_dual(y)._fields)
+    print(fwAD.unpack_dual(dual_output).tangent)
+
+    class Fn(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, foo):
+            result = torch.exp(foo)
+            ctx.result = result
+            return result
+
+        @staticmethod
+        def jvp(ctx, gI):
+            gO = gI * ctx.result * 2
+            ctx.result = None
+            return gO
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = torch.tensor([0., 1.])
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, torch.tensor([1., 0.5]))
+        out = Fn.apply(d)
+        print(fwAD.unpack_dual(out).tangent)
+        print(fwAD.unpack_dual(out * 3).tangent)
+    try:
+        fwAD.make_dual(x, x)
+    except RuntimeError as e:
+        print("error outside a level")
+"""
+
+
+def test_forward_ad_as_pytorch() -> None:
+    out = _same(_FORWARD_AD)
+    assert "error outside a level" in out
+
+
+def test_forward_ad_matches_tg_jvp() -> None:
+    import tapegrad as tg
+    import tapegrad.numpy as tnp
+
+    fwad = tt.autograd.forward_ad
+    rng = np.random.default_rng(0)
+    a, v = rng.normal(size=(3, 3)), rng.normal(size=(3, 3))
+    _, want = tg.jvp(lambda m: tnp.tanh(m @ m).sum(axis=1), (a,), (v,))
+    with fwad.dual_level():
+        d = fwad.make_dual(tt.tensor(a), tt.tensor(v))
+        got = fwad.unpack_dual(tt.tanh(d @ d).sum(1)).tangent
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-10)
+    assert fwad.unpack_dual(got).tangent is None
+
+
+def test_forward_ad_errors() -> None:
+    fwad = tt.autograd.forward_ad
+    with fwad.dual_level():
+        with pytest.raises(RuntimeError, match="different size"):
+            fwad.make_dual(tt.zeros(2), tt.zeros(3))
+        with pytest.raises(RuntimeError, match="Nested forward mode AD"):
+            fwad.enter_dual_level()

@@ -7,7 +7,7 @@ from typing import Any
 
 from tapegrad.torch._graph import GradFn
 from tapegrad.torch._tensor import Tensor
-from tapegrad.torch.autograd import anomaly_mode, functional
+from tapegrad.torch.autograd import anomaly_mode, forward_ad, functional
 from tapegrad.torch.autograd._engine import backward, grad
 from tapegrad.torch.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
 from tapegrad.torch.autograd.function import Function, FunctionCtx
@@ -17,7 +17,7 @@ from tapegrad.torch.grad_mode import enable_grad, is_grad_enabled, no_grad, set_
 __all__ = [
     "Function", "FunctionCtx", "GradcheckError", "Variable", "anomaly_mode", "backward", "detect_anomaly",
     "enable_grad",
-    "functional", "grad", "gradcheck", "gradgradcheck", "is_grad_enabled", "no_grad",
+    "forward_ad", "functional", "grad", "gradcheck", "gradgradcheck", "is_grad_enabled", "no_grad",
     "set_detect_anomaly", "set_grad_enabled",
 ]
 
