@@ -273,3 +273,78 @@ def test_forward_ad_errors() -> None:
             fwad.make_dual(tt.zeros(2), tt.zeros(3))
         with pytest.raises(RuntimeError, match="Nested forward mode AD"):
             fwad.enter_dual_level()
+
+
+# --- 4. saved tensors: grad_fn._saved_*, saved_tensors_hooks -----------------------------------------
+
+_SAVED = """
+    a = torch.tensor([1., 2., 3.], requires_grad=True)
+    b = torch.ones(3, requires_grad=True) * 2
+    y = a * b
+    print(y.grad_fn._saved_self is a, y.grad_fn._saved_other.equal(b), y.grad_fn._saved_other)
+    x = torch.tensor([0.5, 1.5], requires_grad=True)
+    p = x.pow(2)
+    print(x.equal(p.grad_fn._saved_self), x is p.grad_fn._saved_self, p.grad_fn._saved_exponent)
+    e = x.exp()
+    print(e.equal(e.grad_fn._saved_result), e is e.grad_fn._saved_result, e.grad_fn._saved_result)
+    print(x.sin().grad_fn._saved_self is x, (x * 3).sin().grad_fn._saved_self)
+    m = torch.tensor([[1., 2.], [3., 4.]], requires_grad=True)
+    mm = (m * 1).mm(m)
+    print(mm.grad_fn._saved_mat2 is m, mm.grad_fn._saved_self)
+    e.sum().backward()
+    try:
+        e.grad_fn._saved_result
+    except RuntimeError as err:
+        print(str(err)[:60])
+
+    def pack_hook(x):
+        print("Packing", x)
+        return x
+
+    def unpack_hook(x):
+        print("Unpacking", x)
+        return x
+
+    a = torch.ones(5, requires_grad=True)
+    b = torch.ones(5, requires_grad=True) * 2
+    with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
+        y = a * b
+    y.sum().backward()
+    print(a.grad)
+    x = torch.tensor([1., 2.], requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
+        y = x.pow(2)
+        w = y.exp()
+    w.sum().backward()
+    with torch.autograd.graph.save_on_cpu():
+        q = (x * x).sum()
+    q.backward()
+    print(x.grad)
+"""
+
+
+def test_saved_tensors_as_pytorch() -> None:
+    out = _same(_SAVED)
+    assert out.count("Packing") == 4 and out.count("Unpacking") == 4
+
+
+def test_saved_tensors_hooks_pack_at_record_unpack_at_backward() -> None:
+    log: list[str] = []
+    x = tt.tensor([1.0, 2.0], requires_grad=True)
+    with tt.autograd.graph.saved_tensors_hooks(lambda t: log.append("pack") or ("box", t),
+                                               lambda p: log.append("unpack") or p[1]):
+        y = x.sin()
+        assert log == ["pack"] or log == []  # (packed once the op's node is named: at the latest on exit)
+    assert log == ["pack"]
+    y.sum().backward()
+    assert log == ["pack", "unpack"]
+    np.testing.assert_allclose(x.grad.numpy(), np.cos([1.0, 2.0]), rtol=1e-6)
+    assert isinstance(tt.autograd.graph.Node, type)
+
+
+def test_missing_saved_attribute() -> None:
+    y = tt.tensor([1.0], requires_grad=True).sin()
+    with pytest.raises(AttributeError):
+        y.grad_fn._saved_nothing  # noqa: B018
+    with pytest.raises(AttributeError):
+        y.grad_fn.no_such  # noqa: B018

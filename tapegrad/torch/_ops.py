@@ -441,6 +441,8 @@ def _function_form(name: str) -> Callable[..., Any]:
 def _missing_attribute(self: Tensor, name: str) -> Any:
     """``Tensor.__getattr__`` (called only on a miss): a PyTorch method the
     facade lacks raises an ``AttributeError`` that says so."""
+    if hasattr(type(self), name):  # a property that raised AttributeError: its own error
+        return object.__getattribute__(self, name)
     if name.startswith("_"):
         raise AttributeError(f"'Tensor' object has no attribute '{name}'")
     raise AttributeError(f"'Tensor' object has no attribute '{name}': "
