@@ -41,7 +41,7 @@ ARGS: dict[str, Callable[[], tuple[Any, ...]]] = {
     **{n: (lambda: (_o(3, 3),)) for n in (
         "add", "sub", "mul", "div", "matmul", "mm", "maximum", "minimum", "atan2", "hypot", "logaddexp",
         "xlogy", "remainder", "fmod", "eq", "ne", "lt", "le", "gt", "ge", "equal", "allclose", "isclose",
-        "logical_and", "logical_or", "kron", "view_as", "reshape_as", "copy_")},
+        "logical_and", "logical_or", "logical_xor", "kron", "view_as", "reshape_as", "copy_")},
     "pow": lambda: (2,), "mv": lambda: (_o(3),), "dot": lambda: (_o(3),), "outer": lambda: (_o(3),),
     "bmm": lambda: (_o(2, 3, 3),), "addmm": lambda: (_o(3, 3), _o(3, 3)),
     "addcmul": lambda: (_o(3, 3), _o(3, 3)), "addcdiv": lambda: (_o(3, 3), _o(3, 3)),
@@ -98,6 +98,8 @@ def test_row_node_name(row: Op) -> None:
     x = _x(row.name)
     if row.name.endswith("_"):  # an in-place-only op: on a non-leaf
         x = x.clone()
+    if row.name in ("bitwise_and", "bitwise_or", "bitwise_xor"):  # (integer operands)
+        x, args = torch.tensor([1, 2]), (3,)
     node = _node(getattr(x, row.name)(*args))
     assert node == ("CloneBackward0" if row.name in NO_RECORD else row.node)
     if row.twin is not None:

@@ -198,8 +198,12 @@ _NOT_DIFFERENTIABLE = {
     # comparisons, predicates, integer and boolean results
     "all", "any", "allclose", "argmax", "argmin", "argsort", "count_nonzero", "eq", "equal", "ge", "gt",
     "isclose", "isfinite", "isinf", "isnan", "le", "logical_and", "logical_not", "logical_or", "lt", "ne",
-    "nonzero", "__and__", "__or__", "__xor__", "__rand__", "__ror__", "__rxor__", "__invert__",
+    "nonzero", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "__and__", "__or__", "__xor__", "__rand__", "__ror__", "__rxor__", "__invert__",
     "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__",
+    # asinh_ acosh_ atanh_: PyTorch's nodes (Backward1) raise "not implemented" in backward
+    "asinh_", "acosh_", "atanh_",
+    # unique: PyTorch's grad_fn (Unique2Backward0) raises "not implemented" in backward
+    "unique",
     # floor division: integer-valued, PyTorch defines no derivative
     "__floordiv__", "__rfloordiv__",
     # Scalar % Tensor: PyTorch's grad_fn is NotImplemented (no derivative to compare against)
@@ -216,6 +220,7 @@ _NOT_AN_OP = {
     "item", "tolist", "numpy", "__array__", "__bool__", "__float__", "__int__", "__index__", "__complex__",
     "__len__", "__iter__", "__dlpack__", "__dlpack_device__", "__tapegrad_value__", "__tapegrad_box__",
     # Python object protocol
+    "__getattr__",  # only a miss: the AttributeError that names what the facade lacks
     "__repr__", "__str__", "__format__", "__hash__", "__reduce_ex__", "__deepcopy__", "__new__",
     "__init_subclass__", "__subclasshook__",
     # identity on a contiguous float64 input (PyTorch returns the tensor itself: no node)

@@ -22,6 +22,7 @@ from tapegrad.torch import (  # noqa: E402, I001
     _ops,  # noqa: I001  (installs the op table's methods on Tensor first)
     autograd,
     func,
+    linalg,
     nn,
     optim,
     serialization,
@@ -130,7 +131,8 @@ __all__ = [
     "ones", "ones_like", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like",
     "randperm", "seed", "set_anomaly_enabled", "set_default_dtype", "set_grad_enabled", "short", "stack", "tensor",
     "uint8", "vmap", "vstack", "where", "zeros", "zeros_like", "nn", "optim", "utils",
-    "load", "save", "serialization",
+    "load", "save", "serialization", "linalg", "svd", "accelerator",
+    "set_default_device", "get_default_device",
 ]
 
 # the function forms of tensor methods: torch.exp(x), torch.sum(x, dim=0), ... (the op table's rows)
@@ -164,6 +166,49 @@ def set_printoptions(precision: Any = None, threshold: Any = None, edgeitems: An
             setattr(_format, name, v)
 
 
+svd = linalg.torch_svd
+
+_default_device = ["cpu"]
+
+
+def set_default_device(device: Any) -> None:  # noqa: A002
+    """``torch.set_default_device``: the CPU (or None) only; CUDA through CuPy when available."""
+    name = "cpu" if device is None else str(device)
+    if name.split(":")[0] not in ("cpu", "cuda"):
+        raise RuntimeError(f"tapegrad.torch: set_default_device({device!r}): only 'cpu' and 'cuda' are provided")
+    if name.startswith("cuda") and not cuda.is_available():
+        raise RuntimeError("Found no NVIDIA driver on your system.")
+    _default_device[0] = name
+
+
+def get_default_device() -> Any:
+    return _dtype.device(_default_device[0])
+
+
+class accelerator:  # noqa: N801
+    """``torch.accelerator``: CUDA through CuPy when a GPU is there, else none."""
+
+    @staticmethod
+    def is_available() -> builtins.bool:
+        return cuda.is_available()
+
+    @staticmethod
+    def current_accelerator(check_available: builtins.bool = False) -> Any:
+        return _dtype.device("cuda") if cuda.is_available() else None
+
+    @staticmethod
+    def device_count() -> Any:
+        return cuda.device_count()
+
+    @staticmethod
+    def current_device_index() -> Any:
+        return 0 if cuda.is_available() else -1
+
+    @staticmethod
+    def synchronize(device: Any = None) -> None:
+        pass
+
+
 class cuda:  # noqa: N801
     """``torch.cuda``: availability through CuPy."""
 
@@ -187,3 +232,12 @@ class cuda:  # noqa: N801
     @staticmethod
     def synchronize() -> None:
         pass
+
+
+def __getattr__(name: str) -> Any:
+    """A PyTorch name the facade lacks: an ``AttributeError`` that says so
+    (called only on a miss; ``hasattr(torch, name)`` stays False)."""
+    if name.startswith("__"):
+        raise AttributeError(f"module 'tapegrad.torch' has no attribute '{name}'")
+    raise AttributeError(f"module 'tapegrad.torch' has no attribute '{name}': "
+                         f"tapegrad.torch does not provide torch.{name} (yet)")

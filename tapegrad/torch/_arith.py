@@ -257,6 +257,9 @@ class ArithOps(_Base):
     def logical_or(self, other: Any) -> Tensor:
         return self._compare(other, np.logical_or)
 
+    def logical_xor(self, other: Any) -> Tensor:
+        return self._compare(other, np.logical_xor)
+
     # named arithmetic
     def add(self, other: Any, alpha: Any = 1) -> Tensor:
         if alpha != 1 and isinstance(other, Tensor):  # one AddBackward0 over self and other, as PyTorch's

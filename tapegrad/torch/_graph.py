@@ -229,11 +229,21 @@ class GradFn:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {hex(id(self))}>"
 
+    def __getattr__(self, name: str) -> Any:
+        """``_saved_self``, ``_saved_result``... (``autograd/graph.py``); only called on a miss."""
+        if name.startswith(("_saved_", "_raw_saved_")) and saved_getter is not None:
+            return saved_getter(self, name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
     def register_hook(self, fn: Callable[..., Any]) -> Any:
         raise NotImplementedError("tapegrad.torch: hooks on grad_fn nodes are not supported; "
                                   "use Tensor.register_hook")
 
     register_prehook = register_hook
+
+
+# grad_fn._saved_* (set by tapegrad/torch/autograd/graph.py)
+saved_getter: Callable[[Any, str], Any] | None = None
 
 
 def _edge_node(t: Any) -> Any:

@@ -358,3 +358,31 @@ class InplaceOps(_Base):
 
     def __ipow__(self, other: Any) -> Tensor:
         return self.pow_(other)
+
+    # --- in-place shape changes (``unsqueeze_``, ``squeeze_``, ``t_``) ---------------------------------
+    def _reshaped_(self, r: Tensor, name: str) -> Tensor:
+        """This tensor becomes ``r``, an out-of-place shape change of it, as node ``name``."""
+        v = self._value
+        if type(v) is Traced and v._tape is GT and GT.active and self._grad_fn is None and v._node.prim is None:
+            raise RuntimeError(LEAF_INPLACE)
+        rv = r._value
+        fn = None
+        if type(rv) is Traced and rv._tape is GT and r._grad_fn is not None:  # (edges to the tensor as it was)
+            fn = _node(name, (self,), rv._node, rv, self._vc, self._vc.v + 1, claim=True)
+        self._value = rv
+        if fn is not None:
+            self._grad_fn = fn
+            self._nr = 0
+        bump(self._vc)
+        return self
+
+    def unsqueeze_(self, dim: builtins.int) -> Tensor:
+        return self._reshaped_(self.unsqueeze(dim), "UnsqueezeBackward1")
+
+    def squeeze_(self, dim: Any = None) -> Tensor:
+        name = "SqueezeBackward3" if dim is None else "SqueezeBackward5" if isinstance(dim, (tuple, list)) \
+            else "SqueezeBackward4"
+        return self._reshaped_(self.squeeze() if dim is None else self.squeeze(dim), name)
+
+    def t_(self) -> Tensor:
+        return self._reshaped_(self.t(), "TBackward1")

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 import tapegrad.numpy as tnp
 from tapegrad.scipy import special as tsp
 from tapegrad.torch import _graph
@@ -78,14 +80,18 @@ def _unary_twin(name: str, node: str, saves_output: bool) -> Callable[[Tensor], 
     return twin
 
 
-def unary(name: str, fn: Any, node: str, *, aliases: tuple[str, ...] = (), inplace: bool = False,
-          saves_output: bool = True, function: bool | str = True, saves: str = "") -> Op:
+def unary(name: str, fn: Any, node: str, *, aliases: tuple[str, ...] = (), inplace: bool = True,
+          saves_output: bool | None = None, function: bool | str = True, saves: str = "",
+          twin_node: str | None = None) -> Op:
     """An elementwise op of one primitive function ``fn``; the twin (with
     ``inplace``) records ``node`` too, its result saved when ``saves_output``
     (PyTorch's backward of ``exp_`` reads the result, that of ``log_`` the input)."""
-    twin = _unary_twin(name, node, saves_output) if inplace else None
+    if saves_output is None:
+        saves_output = saves == "out"
+    twin_node = twin_node or node
+    twin = _unary_twin(name, twin_node, saves_output) if inplace else None
     return Op(name, _unary_method(fn, node), node, aliases, twin,
-              node if inplace else None, (), _functions(name, function), fn.primitive.name, saves)
+              twin_node if inplace else None, (), _functions(name, function), fn.primitive.name, saves)
 
 
 def op(name: str, impl: Callable[..., Any], node: str | None, *, aliases: tuple[str, ...] = (),
@@ -126,12 +132,12 @@ TABLE: tuple[Op, ...] = (
     op("addcdiv", A.addcdiv, "AddcdivBackward0", inplace=I.addcdiv_, inplace_node="AddcdivBackward0", saves="1<2 2"),
     op("lerp", A.lerp, "LerpBackward0", inplace=I.lerp_, inplace_node="LerpBackward0"),
     # --- comparisons and tests (no grad_fn) ---
-    op("eq", A.eq, None, function=False),
-    op("ne", A.ne, None, function=False),
-    op("lt", A.lt, None, function=False),
-    op("le", A.le, None, function=False),
-    op("gt", A.gt, None, function=False),
-    op("ge", A.ge, None, function=False),
+    op("eq", A.eq, None),
+    op("ne", A.ne, None),
+    op("lt", A.lt, None),
+    op("le", A.le, None),
+    op("gt", A.gt, None),
+    op("ge", A.ge, None),
     op("equal", A.equal, None),
     op("allclose", A.allclose, None),
     op("isclose", A.isclose, None),
@@ -141,15 +147,20 @@ TABLE: tuple[Op, ...] = (
     op("logical_not", A.logical_not, None),
     op("logical_and", A.logical_and, None),
     op("logical_or", A.logical_or, None),
+    op("logical_xor", A.logical_xor, None),
+    op("bitwise_and", A.__and__, None),
+    op("bitwise_or", A.__or__, None),
+    op("bitwise_xor", A.__xor__, None),
+    op("bitwise_not", A.__invert__, None),
     # --- elementwise math: one primitive each ---
-    unary("exp", tnp.exp, "ExpBackward0", inplace=True, saves="out"),
+    unary("exp", tnp.exp, "ExpBackward0", saves="out"),
     unary("exp2", tnp.exp2, "Exp2Backward0", saves="out"),
     unary("expm1", tnp.expm1, "Expm1Backward0", saves="out"),
-    unary("log", tnp.log, "LogBackward0", inplace=True, saves_output=False, saves="0"),
+    unary("log", tnp.log, "LogBackward0", saves="0"),
     unary("log2", tnp.log2, "Log2Backward0", saves="0"),
     unary("log10", tnp.log10, "Log10Backward0", saves="0"),
     unary("log1p", tnp.log1p, "Log1PBackward0", saves="0"),
-    unary("sqrt", tnp.sqrt, "SqrtBackward0", inplace=True, saves="out"),
+    unary("sqrt", tnp.sqrt, "SqrtBackward0", saves="out"),
     unary("sin", tnp.sin, "SinBackward0", saves="0"),
     unary("cos", tnp.cos, "CosBackward0", saves="0"),
     unary("tan", tnp.tan, "TanBackward0", saves="out"),
@@ -158,28 +169,28 @@ TABLE: tuple[Op, ...] = (
     unary("atan", tnp.arctan, "AtanBackward0", aliases=("arctan",), function="atan", saves="0"),
     unary("sinh", tnp.sinh, "SinhBackward0", saves="0"),
     unary("cosh", tnp.cosh, "CoshBackward0", saves="0"),
-    unary("tanh", tnp.tanh, "TanhBackward0", inplace=True, saves="out"),
-    unary("asinh", tnp.arcsinh, "AsinhBackward0", saves="0"),
-    unary("acosh", tnp.arccosh, "AcoshBackward0", saves="0"),
-    unary("atanh", tnp.arctanh, "AtanhBackward0", saves="0"),
-    unary("sigmoid", tsp.expit, "SigmoidBackward0", inplace=True, saves="out"),
+    unary("tanh", tnp.tanh, "TanhBackward0", saves="out"),
+    unary("asinh", tnp.arcsinh, "AsinhBackward0", saves="0", twin_node="AsinhBackward1"),
+    unary("acosh", tnp.arccosh, "AcoshBackward0", saves="0", twin_node="AcoshBackward1"),
+    unary("atanh", tnp.arctanh, "AtanhBackward0", saves="0", twin_node="AtanhBackward1"),
+    unary("sigmoid", tsp.expit, "SigmoidBackward0", saves="out"),
     unary("reciprocal", tnp.reciprocal, "ReciprocalBackward0", saves="out"),
     unary("erf", tsp.erf, "ErfBackward0", saves="0"),
     unary("sinc", tnp.sinc, "SincBackward0", saves="0"),
     # --- elementwise math: bespoke ---
-    op("rsqrt", M.rsqrt, "RsqrtBackward0", saves="out"),
-    op("square", M.square, "PowBackward0", saves="0"),
+    op("rsqrt", M.rsqrt, "RsqrtBackward0", inplace=_unary_twin("rsqrt", "RsqrtBackward0", True), inplace_node="RsqrtBackward0", saves="out"),
+    op("square", M.square, "PowBackward0", inplace=_unary_twin("square", "PowBackward0", False), inplace_node="PowBackward0", saves="0"),
     op("relu", M.relu, "ReluBackward0", inplace=_unary_twin("relu", "ReluBackward0", True),
        inplace_node="ReluBackward0", saves="out"),
     op("abs", M.abs, "AbsBackward0", aliases=("absolute",), inplace=_unary_twin("abs", "AbsBackward0", False),
        inplace_node="AbsBackward0", function="abs absolute", prim="absolute", saves="0"),
-    op("sign", M.sign, "SignBackward0"),
+    op("sign", M.sign, "SignBackward0", inplace=_unary_twin("sign", "SignBackward0", False), inplace_node="SignBackward0"),
     op("sgn", M.sgn, "SgnBackward0", saves="0 out"),
-    op("floor", M.floor, "FloorBackward0"),
-    op("ceil", M.ceil, "CeilBackward0"),
-    op("round", M.round, "RoundBackward0", variants="RoundBackward1"),
-    op("trunc", M.trunc, "TruncBackward0"),
-    op("frac", M.frac, "FracBackward0"),
+    op("floor", M.floor, "FloorBackward0", inplace=_unary_twin("floor", "FloorBackward0", False), inplace_node="FloorBackward0"),
+    op("ceil", M.ceil, "CeilBackward0", inplace=_unary_twin("ceil", "CeilBackward0", False), inplace_node="CeilBackward0"),
+    op("round", M.round, "RoundBackward0", inplace=_unary_twin("round", "RoundBackward0", False), inplace_node="RoundBackward0", variants="RoundBackward1"),
+    op("trunc", M.trunc, "TruncBackward0", inplace=_unary_twin("trunc", "TruncBackward0", False), inplace_node="TruncBackward0"),
+    op("frac", M.frac, "FracBackward0", inplace=_unary_twin("frac", "FracBackward0", False), inplace_node="FracBackward0"),
     op("clamp", M.clamp, "ClampBackward1", aliases=("clip",), inplace=I.clamp_, inplace_node="ClampBackward1",
        twin_aliases=("clip_",), function="clamp clip", prim="clip", saves="0"),
     op("clamp_min", M.clamp_min, "ClampMinBackward0", inplace=I.clamp_min_, inplace_node="ClampMinBackward0",
@@ -213,6 +224,7 @@ TABLE: tuple[Op, ...] = (
     op("argmax", R.argmax, None),
     op("argmin", R.argmin, None),
     op("argsort", R.argsort, None),
+    op("unique", R.unique, "Unique2Backward0", variants="UniqueDimBackward0"),
     op("sort", R.sort, "SortBackward0"),
     op("topk", R.topk, "TopkBackward0"),
     op("var", R.var, "VarBackward0", saves="0"),
@@ -251,12 +263,13 @@ TABLE: tuple[Op, ...] = (
     op("flatten", S.flatten, "ViewBackward0"),
     op("unflatten", S.unflatten, "ViewBackward0"),
     op("ravel", S.ravel, "ViewBackward0", function=False),
-    op("t", S.t, "TBackward0"),
+    op("t", S.t, "TBackward0", inplace=I.t_, inplace_node="TBackward1"),
     op("transpose", S.transpose, "TransposeBackward0", aliases=("swapaxes", "swapdims"), function="transpose swapaxes"),
     op("permute", S.permute, "PermuteBackward0", prim="transpose"),
     op("movedim", S.movedim, "PermuteBackward0", aliases=("moveaxis",), function="movedim moveaxis"),
-    op("squeeze", S.squeeze, "SqueezeBackward0", variants="SqueezeBackward1 SqueezeBackward2"),
-    op("unsqueeze", S.unsqueeze, "UnsqueezeBackward0"),
+    op("squeeze", S.squeeze, "SqueezeBackward0", inplace=I.squeeze_, inplace_node="SqueezeBackward3",
+       variants="SqueezeBackward1 SqueezeBackward2 SqueezeBackward4 SqueezeBackward5"),
+    op("unsqueeze", S.unsqueeze, "UnsqueezeBackward0", inplace=I.unsqueeze_, inplace_node="UnsqueezeBackward1"),
     op("expand", S.expand, "ExpandBackward0", function=False),
     op("expand_as", S.expand_as, "ExpandBackward0", function=False),
     op("broadcast_to", S.broadcast_to, "ExpandBackward0", function=False, prim="broadcast_to"),
@@ -298,6 +311,8 @@ OTHER_NODES = frozenset({
     "RsubBackward1",  # 1 - x
     "DivBackward1",  # F.cross_entropy's mean over probability targets
     "AsStridedBackward0", "SumToSizeBackward0",  # a view read again after its base changed; broadcasting
+    "LinalgInvExBackward0", "LinalgDetBackward0", "LinalgSlogdetBackward0", "LinalgSolveExBackward0",  # linalg.py
+    "LinalgCholeskyExBackward0", "LinalgQrBackward0", "LinalgEighBackward0", "LinalgSvdBackward0",
 })
 
 
@@ -361,10 +376,57 @@ def install() -> dict[str, Callable[..., Any]]:
     return forms
 
 
+_SCALAR_TYPE = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "uint8": "Byte",
+                "int16": "Short", "int32": "Int", "int64": "Long", "bool": "Bool", "complex64": "ComplexFloat",
+                "complex128": "ComplexDouble"}
+
+
+def write_out(name: str, out: Any, fn: Callable[..., Any], input: Any, args: tuple[Any, ...],  # noqa: A002
+              kwargs: dict[str, Any]) -> Any:
+    """``torch.name(input, *args, out=out)``: the result written into ``out``
+    (resized when its shape differs, with PyTorch's warning), which is returned.
+    As in PyTorch, no gradient: an error when an argument requires grad."""
+    import warnings
+
+    from tapegrad.torch.grad_mode import is_grad_enabled, no_grad
+
+    if out is None:
+        return fn(input, *args, **kwargs)
+    if is_grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad for a in (input, *args, out)):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    with no_grad():
+        r = fn(input, *args, **kwargs)
+    if isinstance(r, tuple):  # (values, indices) forms: out is a tuple of tensors
+        for o, x in zip(out, r, strict=True):
+            write_out(name, o, lambda t: t, x, (), {})
+        return out
+    rv = np.asarray(r._value)
+    ov = out._value
+    if not np.can_cast(rv.dtype, ov.dtype, "same_kind"):
+        raise RuntimeError(f"result type {_SCALAR_TYPE.get(rv.dtype.name, rv.dtype.name)} can't be cast to the "
+                           f"desired output type {_SCALAR_TYPE.get(ov.dtype.name, ov.dtype.name)}")
+    if rv.shape == ov.shape:
+        with no_grad():
+            out.copy_(r)
+        return out
+    if ov.size:
+        warnings.warn(f"An output with one or more elements was resized since it had shape {list(ov.shape)}, "
+                      f"which does not match the required output shape {list(rv.shape)}. This behavior is "
+                      "deprecated, and in a future PyTorch release outputs will not be resized unless they have "
+                      "zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
+                      "elements with t.resize_(0).", UserWarning, stacklevel=3)
+    out._value = rv.astype(ov.dtype)
+    _graph.bump(out._vc)
+    return out
+
+
 def _function_form(name: str) -> Callable[..., Any]:
     method = getattr(Tensor, name)
 
     def fn(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        if "out" in kwargs:
+            return write_out(name, kwargs.pop("out"), fn, input, args, kwargs)
         if isinstance(input, (bool, int, float, complex)) and args and isinstance(args[0], Tensor):
             return scalar_first(name, input, args[0], *args[1:], **kwargs)
         if not isinstance(input, Tensor):
@@ -376,4 +438,16 @@ def _function_form(name: str) -> Callable[..., Any]:
     return fn
 
 
+def _missing_attribute(self: Tensor, name: str) -> Any:
+    """``Tensor.__getattr__`` (called only on a miss): a PyTorch method the
+    facade lacks raises an ``AttributeError`` that says so."""
+    if hasattr(type(self), name):  # a property that raised AttributeError: its own error
+        return object.__getattribute__(self, name)
+    if name.startswith("_"):
+        raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+    raise AttributeError(f"'Tensor' object has no attribute '{name}': "
+                         f"tapegrad.torch does not provide Tensor.{name} (yet)")
+
+
 FUNCTIONS = install()
+Tensor.__getattr__ = _missing_attribute  # type: ignore[method-assign]

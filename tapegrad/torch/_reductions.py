@@ -163,6 +163,24 @@ class ReductionOps(_Base):
         vals = _result(tnp.take_along_axis(self._value, value(idx._value), dim), "SortBackward0", (self,))
         return _ReturnTypes(vals, idx, "sort")
 
+    def unique(self, sorted: builtins.bool = True, return_inverse: builtins.bool = False,  # noqa: A002
+               return_counts: builtins.bool = False, dim: Any = None) -> Any:
+        """The distinct values (sorted, as PyTorch's CPU kernel gives them
+        whatever ``sorted`` says), with the inverse indices and counts when asked."""
+        v = value(self._value)
+        _, first, inverse, counts = np.unique(v, return_index=True, return_inverse=True, return_counts=True,
+                                              axis=None if dim is None else _dim(dim, self.ndim))
+        if dim is None:
+            out = _result(tnp.take(tnp.ravel(self._value), first), "Unique2Backward0", (self,))
+        else:
+            out = _result(tnp.take(self._value, first, axis=_dim(dim, self.ndim)), "UniqueDimBackward0", (self,))
+        extra = []
+        if return_inverse:
+            extra.append(_new(np.asarray(inverse, np.int64).reshape(v.shape if dim is None else -1)))
+        if return_counts:
+            extra.append(_new(np.asarray(counts, np.int64)))
+        return (out, *extra) if extra else out
+
     def topk(self, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True, sorted: builtins.bool = True) -> Any:  # noqa: A002
         idx = self.argsort(dim, descending=largest)
         sl = [slice(None)] * self.ndim

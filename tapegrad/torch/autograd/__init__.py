@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tapegrad.torch._graph import GradFn
 from tapegrad.torch._tensor import Tensor
-from tapegrad.torch.autograd import anomaly_mode, functional
+from tapegrad.torch.autograd import anomaly_mode, forward_ad, functional, graph
 from tapegrad.torch.autograd._engine import backward, grad
 from tapegrad.torch.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
 from tapegrad.torch.autograd.function import Function, FunctionCtx
@@ -17,19 +16,13 @@ from tapegrad.torch.grad_mode import enable_grad, is_grad_enabled, no_grad, set_
 __all__ = [
     "Function", "FunctionCtx", "GradcheckError", "Variable", "anomaly_mode", "backward", "detect_anomaly",
     "enable_grad",
-    "functional", "grad", "gradcheck", "gradgradcheck", "is_grad_enabled", "no_grad",
+    "forward_ad", "functional", "graph", "grad", "gradcheck", "gradgradcheck", "is_grad_enabled", "no_grad",
     "set_detect_anomaly", "set_grad_enabled",
 ]
 
 Variable = Tensor
 
 
-
-
-class graph:  # noqa: N801
-    """``torch.autograd.graph``: the node type."""
-
-    Node = GradFn  # (PyTorch's name of the grad_fn type)
 
 
 def _unused(_: Sequence[Any]) -> None:

@@ -18,6 +18,8 @@ from tapegrad.primitive import Primitive
 from tapegrad.tape import pack_rules
 from tapegrad.torch._graph import GT, FacadeEntry, GradFn, version_message
 from tapegrad.torch._tensor import Tensor, _edge, _new, _v
+from tapegrad.torch.autograd.forward_ad import _levels as _fw_levels
+from tapegrad.torch.autograd.forward_ad import set_tangent, tangent_of
 from tapegrad.tracer import Traced, value
 
 
@@ -45,6 +47,10 @@ class FunctionCtx:
                 raise RuntimeError(version_message(t._value, t._vc.v, ver, getattr(t._value, '_node', None)))
             out.append(t)
         return tuple(out)
+
+    def save_for_forward(self, *tensors: Any) -> None:
+        """Keep tensors for ``jvp`` (forward AD: read back with ``saved_tensors`` there)."""
+        self._fw_saved = [(t, t._vc.v if isinstance(t, Tensor) else 0) for t in tensors]
 
     def mark_dirty(self, *tensors: Any) -> None:
         pass
@@ -205,10 +211,48 @@ class Function(metaclass=_FunctionMeta):
 
     vjp = backward
 
+    @staticmethod
+    def jvp(ctx: Any, *grad_inputs: Any) -> Any:
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
+                                  "with forward mode AD.")
+
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        """Run ``forward`` and record ``backward`` as the rule of the result."""
+        """Run ``forward`` and record ``backward`` as the rule of the result;
+        under forward AD (``autograd.forward_ad``), with a ``jvp`` of the
+        class's own, the outputs are duals whose tangents ``jvp`` gives."""
+        if _fw_levels and cls.jvp is not Function.jvp:
+            tangents = [tangent_of(a) for a in args]
+            if any(t is not None for t in tangents):
+                return cls._apply_jvp(args, kwargs, tangents)
+        return cls._apply(FunctionCtx(), args, kwargs)
+
+    @classmethod
+    def _apply_jvp(cls, args: tuple[Any, ...], kwargs: dict[str, Any], tangents: list[Any]) -> Any:
+        """Forward AD through ``jvp``: the outputs are new duals (their tangents ``jvp``'s)."""
         ctx = FunctionCtx()
+        outputs = cls._apply(ctx, args, kwargs)
+        ts = [None if not isinstance(a, Tensor) else t if t is not None else a.detach() * 0
+              for a, t in zip(args, tangents, strict=True)]
+        saved = ctx._saved
+        ctx._saved = getattr(ctx, "_fw_saved", saved)
+        try:
+            out_t = cls.jvp(ctx, *ts)
+        finally:
+            ctx._saved = saved
+        single = not isinstance(outputs, tuple)
+        outs, out_ts = ((outputs,), (out_t,)) if single else (outputs, out_t)
+        duals = []
+        for o, t in zip(outs, out_ts, strict=True):
+            if isinstance(o, Tensor) and t is not None:
+                o = o.detach().requires_grad_(True)  # noqa: PLW2901
+                set_tangent(o, t)
+            duals.append(o)
+        return duals[0] if single else tuple(duals)
+
+    @classmethod
+    def _apply(cls, ctx: FunctionCtx, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """``apply`` (reverse mode) with ``ctx``."""
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         prev = GT.active
         GT.active = False

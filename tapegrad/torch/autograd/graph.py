@@ -1,0 +1,244 @@
+"""``torch.autograd.graph``: ``Node``, ``saved_tensors_hooks``, ``save_on_cpu``,
+and the ``grad_fn._saved_*`` attributes.
+
+What a node saved is what its tape entry's rules keep (their closures hold
+the input and output values PyTorch's backward of that node reads, as
+``_graph.SAVES`` declares); ``grad_fn._saved_self`` (``_saved_other``,
+``_saved_result``, ``_saved_exponent``, ``_saved_mat2`` ...) reads them back, as a
+tensor (the leaf itself, for a leaf input).
+
+``saved_tensors_hooks(pack, unpack)``: each op recorded inside the context
+has ``pack`` called on each tensor its node saves (in the order of the
+node's inputs, the result last), and when backward reaches the node,
+``unpack`` on each packed object. The rules still compute with the values
+they kept: an ``unpack`` that returns an equal tensor (the documented
+contract) gives the same gradients; one that returns something else is not
+used (PyTorch would use it), and packing saves no memory.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from tapegrad.tape import parents_of
+from tapegrad.torch import _graph
+from tapegrad.torch._graph import SAVES, FacadeEntry, GradFn, inputs_of
+from tapegrad.torch._tensor import Tensor, _new
+from tapegrad.tracer import Traced
+
+__all__ = ["Node", "disable_saved_tensors_hooks", "save_on_cpu", "saved_tensors_hooks"]
+
+Node = GradFn  # (PyTorch's name of the grad_fn type)
+
+# the saved-attribute names of PyTorch's nodes -> edge position (-1: the result)
+_POSITIONS = {"self": 0, "input": 0, "other": 1, "mat2": 1, "vec": 1, "exponent": 1, "tensor1": 1,
+              "tensor2": 2, "weight": 1, "end": 1, "result": -1}
+
+_FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
+          "have already been freed). Saved intermediate values of the graph are freed when you call .backward() "
+          "or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time "
+          "or if you need to access saved tensors after calling backward.")
+
+
+def _rules(core: Any) -> list[Any]:
+    vjps = core.vjps
+    if vjps is None:
+        raise RuntimeError(_FREED)
+    return list(vjps) if type(vjps) is tuple else [vjps]
+
+
+def _closure(fn: Any, depth: int = 3) -> list[Any]:
+    """The values the closure of rule ``fn`` holds (nested rules' too)."""
+    fn = getattr(fn, "_tg_wrapped", fn)
+    out: list[Any] = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        if callable(v) and depth and not isinstance(v, type):
+            out += _closure(v, depth - 1)
+        elif type(v) in (tuple, list):
+            out += list(v)
+        else:
+            out.append(v)
+    return out
+
+
+def _find(core: Any, node: Any) -> Any:
+    """The traced value of tape node ``node`` that ``core``'s rules keep (None: none)."""
+    for fn in _rules(core):
+        for v in _closure(fn):
+            if type(v) is Traced and v._node is node:
+                return v
+    if node is core and getattr(core, "res", None) is not None:  # (the rules' twin of the output)
+        return Traced(core.res._value, _graph.GT, core)
+    return None
+
+
+def _saved(grad_fn: Any, k: int) -> Any:
+    """The value node ``grad_fn`` saved for edge position ``k`` (-1: its result)."""
+    core = grad_fn._core
+    if core is None:
+        raise AttributeError(f"'{type(grad_fn).__name__}' object has no saved values")
+    if k == -1:
+        v = _find(core, core)
+        if v is None:
+            raise AttributeError(f"'{type(grad_fn).__name__}' object has no attribute '_saved_result'")
+        return _new(v)
+    ins = inputs_of(core) if type(core) is FacadeEntry and core.held_inputs is not None else ()
+    if k < len(ins) and isinstance(ins[k], Tensor):
+        _rules(core)  # (freed: the error)
+        return ins[k]
+    parents = parents_of(core)
+    lay = getattr(core, "input_parents", None)
+    j = lay[k] if lay is not None and k < len(lay) else k
+    if type(j) is int and j < len(parents):
+        p = parents[j]
+        if p.prim is None:  # a leaf: the tensor itself
+            leaf = _graph.leaf_tensor(p.index)
+            if leaf is not None:
+                _rules(core)
+                return leaf
+        v = _find(core, p)
+        if v is not None:
+            return _new(v)
+    if k == 1 and core in _exponents:  # ``x ** 2``: the number PyTorch saved
+        _rules(core)
+        return _exponents[core]
+    raise AttributeError(f"'{type(grad_fn).__name__}' object has no saved value at position {k}")
+
+
+def saved_attribute(grad_fn: Any, name: str) -> Any:
+    """``grad_fn._saved_<name>`` (and ``_raw_saved_<name>``: the same here)."""
+    key = name.removeprefix("_raw").removeprefix("_saved_")
+    if key not in _POSITIONS:
+        raise AttributeError(f"'{type(grad_fn).__name__}' object has no attribute '{name}'")
+    return _saved(grad_fn, _POSITIONS[key])
+
+
+_graph.saved_getter = saved_attribute
+
+# the number exponent of each ``x ** c`` entry (PyTorch's ``_saved_exponent``; the rules keep c * x ** (c - 1))
+_exponents: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_tensor_pow = Tensor.__pow__
+
+
+def _pow(self: Tensor, exponent: Any) -> Any:
+    r = _tensor_pow(self, exponent)
+    v = r._value
+    if type(v) is Traced and v._tape is _graph.GT and isinstance(exponent, (int, float)):
+        _exponents[v._node] = exponent
+    return r
+
+
+_pow.__name__ = _pow.__qualname__ = "__pow__"
+Tensor.__pow__ = _pow  # type: ignore[method-assign]
+
+# --- saved_tensors_hooks --------------------------------------------------------------------------
+
+_hooks: list[tuple[Callable[[Any], Any], Callable[[Any], Any]]] = []
+_pending: list[Any] = []  # entries recorded inside a hooks context, not packed yet
+_chained: list[Any] = []  # the on_record callback that was set when the first context opened
+
+
+def _on_record(entry: Any) -> None:
+    _flush()
+    _pending.append(entry)
+    if _chained and _chained[0] is not None:
+        _chained[0](entry)
+
+
+def _flush() -> None:
+    """Pack what the pending entries' nodes saved (their names are known by now)."""
+    if not _pending:
+        return
+    pack, unpack = _hooks[-1]
+    entries = list(_pending)
+    _pending.clear()
+    for e in entries:
+        if e.vjps is None or e.name is None or e.name not in SAVES:
+            continue
+        view = _graph.view_of(e)
+        positions, result = SAVES[e.name]
+        saved = []
+        for k, _ in sorted(positions, reverse=True):  # (PyTorch packs ``other`` before ``self``)
+            try:
+                saved.append(_saved(view, k))
+            except AttributeError:
+                continue
+        if result:
+            try:
+                saved.append(_saved(view, -1))
+            except AttributeError:
+                pass
+        packed = [pack(t) for t in saved if isinstance(t, Tensor)]
+        _wrap_rules(e, packed, unpack)
+
+
+def _wrap_rules(e: Any, packed: list[Any], unpack: Callable[[Any], Any]) -> None:
+    """Have the first of entry ``e``'s rules that backward runs unpack ``packed`` first."""
+    state: list[Any] = [packed]
+
+    def wrap(rule: Any) -> Any:
+        def run(g: Any) -> Any:
+            if state[0] is not None:
+                for p in state[0]:
+                    unpack(p)
+                state[0] = None
+            return rule(g)
+
+        run._tg_wrapped = rule  # type: ignore[attr-defined]
+        return run
+
+    vjps = e.vjps
+    e.vjps = tuple(wrap(r) for r in vjps) if type(vjps) is tuple else wrap(vjps)
+
+
+class saved_tensors_hooks:  # noqa: N801  (PyTorch's name)
+    """Context manager: ``pack_hook`` on each tensor an op saves, ``unpack_hook`` when backward uses it."""
+
+    def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]) -> None:
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self) -> None:
+        _flush()
+        if not _hooks:
+            _chained[:] = [_graph.on_record]
+            _graph.set_on_record(_on_record)
+        _hooks.append((self.pack_hook, self.unpack_hook))
+
+    def __exit__(self, *exc: Any) -> None:
+        _flush()
+        _hooks.pop()
+        if not _hooks:
+            _graph.set_on_record(_chained[0] if _chained else None)
+            _chained.clear()
+
+
+class save_on_cpu(saved_tensors_hooks):  # noqa: N801
+    """Saved tensors kept on the CPU (they are: both hooks are the identity here)."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        super().__init__(lambda t: t, lambda t: t)
+
+
+class disable_saved_tensors_hooks:  # noqa: N801
+    """Context manager in which opening ``saved_tensors_hooks`` raises ``RuntimeError(error_message)``."""
+
+    def __init__(self, error_message: str) -> None:
+        self.error_message = error_message
+
+    def __enter__(self) -> None:
+        self._saved = saved_tensors_hooks.__enter__
+
+        def refuse(_: Any) -> None:
+            raise RuntimeError(self.error_message)
+
+        saved_tensors_hooks.__enter__ = refuse  # type: ignore[method-assign, assignment]
+
+    def __exit__(self, *exc: Any) -> None:
+        saved_tensors_hooks.__enter__ = self._saved  # type: ignore[method-assign]
