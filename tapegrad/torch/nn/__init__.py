@@ -15,10 +15,13 @@ from tapegrad.torch.nn import functional, init
 from tapegrad.torch.nn.modules import (
     ELU,
     GELU,
+    BatchNorm1d,
+    BatchNorm2d,
     BCELoss,
     BCEWithLogitsLoss,
     CrossEntropyLoss,
     Dropout,
+    Embedding,
     Hardtanh,
     HuberLoss,
     Identity,
@@ -44,6 +47,7 @@ from tapegrad.torch.nn.modules import (
 from tapegrad.torch.nn.parameter import Parameter
 
 __all__ = [
+    "BatchNorm1d", "BatchNorm2d", "Embedding",
     "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "GELU", "Hardtanh", "HuberLoss",
     "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module",
     "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax",

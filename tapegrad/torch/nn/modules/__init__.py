@@ -27,6 +27,7 @@ from tapegrad.torch.nn.modules.activation import (
     Softplus,
     Tanh,
 )
+from tapegrad.torch.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d
 from tapegrad.torch.nn.modules.container import ModuleList, Sequential
 from tapegrad.torch.nn.modules.dropout import Dropout
 from tapegrad.torch.nn.modules.linear import Identity, Linear
@@ -42,8 +43,10 @@ from tapegrad.torch.nn.modules.loss import (
 )
 from tapegrad.torch.nn.modules.module import Module
 from tapegrad.torch.nn.modules.normalization import LayerNorm
+from tapegrad.torch.nn.modules.sparse import Embedding
 
 __all__ = [
+    "BatchNorm1d", "BatchNorm2d", "Embedding",
     "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "GELU", "Hardtanh", "HuberLoss",
     "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module",
     "ModuleList", "NLLLoss", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus",

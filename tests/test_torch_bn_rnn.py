@@ -1,0 +1,151 @@
+"""tapegrad.torch.nn: BatchNorm, Embedding, the recurrent layers and attention,
+by behaviour and against PyTorch (weights copied across, float64)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tapegrad.torch as torch
+import tapegrad.torch.nn.functional as F
+from tapegrad.torch import nn
+
+
+def norm(s: object) -> str:
+    return re.sub(r"0x[0-9a-f]+", "0x...", str(s))
+
+
+def _copy(mine: Any, theirs: Any, real: Any) -> None:
+    """PyTorch module ``theirs`` gets ``mine``'s parameters and buffers (float64)."""
+    sd = {k: real.from_numpy(np.array(v.detach().numpy())) for k, v in mine.state_dict().items()}
+    theirs.load_state_dict(sd)
+
+
+def _close(a: Any, b: Any, tol: float = 1e-10) -> None:
+    np.testing.assert_allclose(np.asarray(a.detach().numpy()), b.detach().numpy(), rtol=tol, atol=tol)
+
+
+# --- BatchNorm --------------------------------------------------------------------------------
+
+
+def test_batchnorm_train_eval_by_hand() -> None:
+    torch.manual_seed(0)
+    bn = nn.BatchNorm1d(3).double()
+    assert norm(bn) == "BatchNorm1d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)"
+    assert list(bn.state_dict()) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
+    x = torch.randn(6, 3, dtype=torch.float64, requires_grad=True)
+    y = bn(x)
+    assert norm(y.grad_fn) == "<NativeBatchNormBackward0 object at 0x...>"
+    xv = x.detach().numpy()
+    want = (xv - xv.mean(0)) / np.sqrt(xv.var(0) + 1e-5)
+    np.testing.assert_allclose(y.detach().numpy(), want, atol=1e-12)
+    np.testing.assert_allclose(bn.running_mean.numpy(), 0.1 * xv.mean(0), atol=1e-12)
+    np.testing.assert_allclose(bn.running_var.numpy(), 0.9 + 0.1 * xv.var(0, ddof=1), atol=1e-12)
+    assert bn.num_batches_tracked.item() == 1
+    bn.eval()
+    y2 = bn(x)
+    want2 = (xv - bn.running_mean.numpy()) / np.sqrt(bn.running_var.numpy() + 1e-5)
+    np.testing.assert_allclose(y2.detach().numpy(), want2, atol=1e-12)
+    assert bn.num_batches_tracked.item() == 1
+    with pytest.raises(ValueError, match="expected 2D or 3D input"):
+        bn(torch.randn(2, 3, 4, 5))
+    with pytest.raises(ValueError, match="expected 4D input"):
+        nn.BatchNorm2d(3)(torch.randn(2, 3))
+    with pytest.raises(ValueError, match="Expected more than 1 value per channel when training"):
+        nn.BatchNorm1d(3)(torch.randn(1, 3))
+
+
+def test_batchnorm_options() -> None:
+    bn = nn.BatchNorm2d(2, affine=False, track_running_stats=False)
+    assert bn.weight is None and bn.running_mean is None and list(bn.state_dict()) == []
+    x = torch.randn(3, 2, 4, 4)
+    bn.eval()  # no running stats: batch statistics even in eval mode
+    y = bn(x).detach().numpy()
+    np.testing.assert_allclose(y.mean((0, 2, 3)), 0, atol=1e-5)
+    cum = nn.BatchNorm1d(2, momentum=None)
+    a, b = torch.randn(4, 2), torch.randn(4, 2)
+    cum(a)
+    cum(b)
+    np.testing.assert_allclose(cum.running_mean.numpy(), (a.mean(0) + b.mean(0)).numpy() / 2, atol=1e-6)
+    out = F.batch_norm(x, None, None, training=True)
+    np.testing.assert_allclose(out.numpy(), y, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["1d2", "1d3", "2d"])
+def test_batchnorm_matches_pytorch(kind: str, real_torch: Any) -> None:
+    real = real_torch
+    torch.manual_seed(1)
+    shape = {"1d2": (5, 3), "1d3": (4, 3, 6), "2d": (3, 3, 4, 5)}[kind]
+    mine = (nn.BatchNorm2d(3, momentum=0.3) if kind == "2d" else nn.BatchNorm1d(3, momentum=0.3)).double()
+    theirs = (real.nn.BatchNorm2d(3, momentum=0.3) if kind == "2d" else real.nn.BatchNorm1d(3, momentum=0.3)).double()
+    with torch.no_grad():
+        mine.weight.uniform_(0.5, 1.5)
+        mine.bias.uniform_(-1, 1)
+    _copy(mine, theirs, real)
+    for step in range(3):
+        xv = np.random.default_rng(step).normal(size=shape) * 2 + 1
+        x = torch.tensor(xv, requires_grad=True)
+        xt = real.tensor(xv, requires_grad=True)
+        gv = np.random.default_rng(10 + step).normal(size=shape)
+        y, yt = mine(x), theirs(xt)
+        _close(y, yt)
+        (y * torch.tensor(gv)).sum().backward()
+        (yt * real.tensor(gv)).sum().backward()
+        _close(x.grad, xt.grad)
+        _close(mine.weight.grad, theirs.weight.grad)
+        _close(mine.bias.grad, theirs.bias.grad)
+    for k in ("running_mean", "running_var"):
+        _close(getattr(mine, k), getattr(theirs, k))
+    assert mine.num_batches_tracked.item() == theirs.num_batches_tracked.item() == 3
+    mine.eval()
+    theirs.eval()
+    x = torch.tensor(np.ones(shape) * 0.5, requires_grad=True)
+    xt = real.tensor(np.ones(shape) * 0.5, requires_grad=True)
+    y, yt = mine(x), theirs(xt)
+    _close(y, yt)
+    y.sum().backward()
+    yt.sum().backward()
+    _close(x.grad, xt.grad)
+    _close(mine.weight.grad, theirs.weight.grad)
+
+
+# --- Embedding --------------------------------------------------------------------------------
+
+
+def test_embedding_by_hand() -> None:
+    torch.manual_seed(0)
+    e = nn.Embedding(5, 2, padding_idx=0)
+    assert norm(e) == "Embedding(5, 2, padding_idx=0)"
+    assert (e.weight[0] == 0).all()
+    idx = torch.tensor([[0, 1], [1, 4]])
+    y = e(idx)
+    assert y.shape == (2, 2, 2) and norm(y.grad_fn) == "<EmbeddingBackward0 object at 0x...>"
+    y.sum().backward()
+    np.testing.assert_array_equal(e.weight.grad.numpy(), [[0, 0], [2, 2], [0, 0], [0, 0], [1, 1]])
+    with pytest.raises(IndexError, match="index out of range in self"):
+        e(torch.tensor([5]))
+    assert nn.Embedding(5, 2, padding_idx=-1).padding_idx == 4
+    w = torch.tensor([[3.0, 4.0], [0.3, 0.4]])
+    big = nn.Embedding.from_pretrained(w, max_norm=1.0)
+    assert not big.weight.requires_grad
+    np.testing.assert_allclose(big(torch.tensor([0, 1])).numpy(), [[0.6, 0.8], [0.3, 0.4]], atol=1e-6)
+    np.testing.assert_allclose(big.weight.numpy(), [[0.6, 0.8], [0.3, 0.4]], atol=1e-6)  # renormed in place
+    z = F.embedding(torch.tensor([1, 1]), torch.ones(3, 2, requires_grad=True))
+    assert norm(z.grad_fn) == "<EmbeddingBackward0 object at 0x...>"
+
+
+def test_embedding_matches_pytorch(real_torch: Any) -> None:
+    real = real_torch
+    mine = nn.Embedding(6, 3, padding_idx=2).double()
+    theirs = real.nn.Embedding(6, 3, padding_idx=2).double()
+    _copy(mine, theirs, real)
+    iv = np.array([[2, 1, 5], [0, 2, 1]])
+    gv = np.random.default_rng(0).normal(size=(2, 3, 3))
+    y, yt = mine(torch.tensor(iv)), theirs(real.tensor(iv))
+    _close(y, yt)
+    (y * torch.tensor(gv)).sum().backward()
+    (yt * real.tensor(gv)).sum().backward()
+    _close(mine.weight.grad, theirs.weight.grad)
