@@ -149,3 +149,108 @@ def test_embedding_matches_pytorch(real_torch: Any) -> None:
     (y * torch.tensor(gv)).sum().backward()
     (yt * real.tensor(gv)).sum().backward()
     _close(mine.weight.grad, theirs.weight.grad)
+
+
+# --- recurrent layers -------------------------------------------------------------------------
+
+
+def test_rnn_shapes_names_and_repr() -> None:
+    torch.manual_seed(0)
+    lstm = nn.LSTM(3, 4, 2, bidirectional=True, batch_first=True)
+    assert norm(lstm) == "LSTM(3, 4, num_layers=2, batch_first=True, bidirectional=True)"
+    names = [n for n, _ in lstm.named_parameters()]
+    assert names[:5] == ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0", "weight_ih_l0_reverse"]
+    assert len(names) == 16 and lstm.weight_ih_l1.shape == (16, 8)
+    assert all(float(p.abs().max()) <= 0.5 for p in lstm.parameters())
+    out, (h, c) = lstm(torch.randn(2, 5, 3))
+    assert out.shape == (2, 5, 8) and h.shape == (4, 2, 4) and c.shape == (4, 2, 4)
+    out, (h, c) = lstm(torch.randn(5, 3))  # unbatched
+    assert out.shape == (5, 8) and h.shape == (4, 4)
+    gru = nn.GRU(3, 4, bias=False)
+    assert norm(gru) == "GRU(3, 4, bias=False)" and [n for n, _ in gru.named_parameters()] == [
+        "weight_ih_l0", "weight_hh_l0"]
+    out, h = gru(torch.randn(5, 2, 3))
+    assert out.shape == (5, 2, 4) and h.shape == (1, 2, 4)
+    np.testing.assert_array_equal(out[-1].detach().numpy(), h[0].detach().numpy())
+    rnn = nn.RNN(3, 4, 1, "relu")
+    assert rnn.nonlinearity == "relu" and float(rnn(torch.randn(4, 2, 3))[0].min()) >= 0
+    assert norm(nn.RNNCell(2, 3, nonlinearity="relu")) == "RNNCell(2, 3, nonlinearity=relu)"
+    assert norm(nn.LSTMCell(2, 3, bias=False)) == "LSTMCell(2, 3, bias=False)"
+    h1, c1 = nn.LSTMCell(2, 3)(torch.randn(4, 2))
+    assert h1.shape == c1.shape == (4, 3) and nn.GRUCell(2, 3)(torch.randn(2)).shape == (3,)
+    with pytest.warns(UserWarning, match="dropout option adds dropout after all but last recurrent layer"):
+        nn.GRU(2, 3, dropout=0.5)
+    with pytest.raises(RuntimeError, match="input.size\\(-1\\) must be equal to input_size"):
+        gru(torch.randn(5, 2, 4))
+
+
+def test_rnn_dropout_between_layers_only_in_training() -> None:
+    torch.manual_seed(0)
+    r = nn.RNN(3, 4, 2, dropout=0.5)
+    x = torch.randn(6, 2, 3)
+    r.eval()
+    a, b = r(x)[0], r(x)[0]
+    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    r.train()
+    c = r(x)[0]
+    assert not np.allclose(a.detach().numpy(), c.detach().numpy())
+
+
+def _run_pair(mine: Any, theirs: Any, real: Any, x: np.ndarray, hx: Any, lstm: bool) -> None:
+    xm, xt = torch.tensor(x, requires_grad=True), real.tensor(x, requires_grad=True)
+    if hx is None:
+        om, ot = mine(xm), theirs(xt)
+    elif lstm:
+        om, ot = mine(xm, tuple(torch.tensor(h) for h in hx)), theirs(xt, tuple(real.tensor(h) for h in hx))
+    else:
+        om, ot = mine(xm, torch.tensor(hx)), theirs(xt, real.tensor(hx))
+    flat_m = [om] if isinstance(om, torch.Tensor) else [om[0], *(om[1] if isinstance(om[1], tuple) else [om[1]])]
+    flat_t = [ot] if isinstance(ot, real.Tensor) else [ot[0], *(ot[1] if isinstance(ot[1], tuple) else [ot[1]])]
+    if not isinstance(theirs, real.nn.RNNBase) and lstm:
+        flat_m, flat_t = list(om), list(ot)
+    lm = sum(((i + 1.5) * a * a).sum() for i, a in enumerate(flat_m))
+    lt = sum(((i + 1.5) * a * a).sum() for i, a in enumerate(flat_t))
+    for a, b in zip(flat_m, flat_t):
+        _close(a, b)
+    lm.backward()
+    lt.backward()
+    _close(xm.grad, xt.grad)
+    for (n, p), (n2, q) in zip(mine.named_parameters(), theirs.named_parameters()):
+        assert n == n2
+        _close(p.grad, q.grad)
+
+
+@pytest.mark.parametrize("kind", ["RNN", "RNN_relu", "LSTM", "GRU"])
+@pytest.mark.parametrize("cfg", [dict(), dict(num_layers=2, bidirectional=True, batch_first=True),
+                                 dict(num_layers=2, bias=False)])
+def test_rnn_matches_pytorch(kind: str, cfg: dict, real_torch: Any) -> None:
+    real = real_torch
+    torch.manual_seed(3)
+    kw = dict(cfg)
+    name = kind.split("_")[0]
+    if kind == "RNN_relu":
+        kw["nonlinearity"] = "relu"
+    mine = getattr(nn, name)(3, 4, **kw).double()
+    theirs = getattr(real.nn, name)(3, 4, **kw).double()
+    _copy(mine, theirs, real)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 5, 3))
+    layers = kw.get("num_layers", 1) * (2 if kw.get("bidirectional") else 1)
+    hshape = (layers, 2 if kw.get("batch_first") else 5, 4)
+    hx = (rng.normal(size=hshape), rng.normal(size=hshape)) if name == "LSTM" else rng.normal(size=hshape)
+    _run_pair(mine, theirs, real, x, hx, name == "LSTM")
+    mine.zero_grad()
+    theirs.zero_grad()
+    _run_pair(mine, theirs, real, x[:, 0], None, name == "LSTM")  # unbatched, zero initial state
+
+
+@pytest.mark.parametrize("name", ["RNNCell", "LSTMCell", "GRUCell"])
+def test_cells_match_pytorch(name: str, real_torch: Any) -> None:
+    real = real_torch
+    mine = getattr(nn, name)(3, 4).double()
+    theirs = getattr(real.nn, name)(3, 4).double()
+    _copy(mine, theirs, real)
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(5, 3))
+    hx = (rng.normal(size=(5, 4)), rng.normal(size=(5, 4))) if name == "LSTMCell" else rng.normal(size=(5, 4))
+    _run_pair(mine, theirs, real, x, hx, name == "LSTMCell")

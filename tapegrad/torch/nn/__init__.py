@@ -15,6 +15,9 @@ from tapegrad.torch.nn import functional, init
 from tapegrad.torch.nn.modules import (
     ELU,
     GELU,
+    GRU,
+    LSTM,
+    RNN,
     BatchNorm1d,
     BatchNorm2d,
     BCELoss,
@@ -22,6 +25,7 @@ from tapegrad.torch.nn.modules import (
     CrossEntropyLoss,
     Dropout,
     Embedding,
+    GRUCell,
     Hardtanh,
     HuberLoss,
     Identity,
@@ -30,12 +34,14 @@ from tapegrad.torch.nn.modules import (
     LeakyReLU,
     Linear,
     LogSoftmax,
+    LSTMCell,
     Mish,
     Module,
     ModuleList,
     MSELoss,
     NLLLoss,
     ReLU,
+    RNNCell,
     Sequential,
     Sigmoid,
     SiLU,
@@ -47,7 +53,7 @@ from tapegrad.torch.nn.modules import (
 from tapegrad.torch.nn.parameter import Parameter
 
 __all__ = [
-    "BatchNorm1d", "BatchNorm2d", "Embedding",
+    "BatchNorm1d", "BatchNorm2d", "Embedding", "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNCell",
     "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "GELU", "Hardtanh", "HuberLoss",
     "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module",
     "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax",

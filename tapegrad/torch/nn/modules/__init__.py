@@ -43,10 +43,11 @@ from tapegrad.torch.nn.modules.loss import (
 )
 from tapegrad.torch.nn.modules.module import Module
 from tapegrad.torch.nn.modules.normalization import LayerNorm
+from tapegrad.torch.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from tapegrad.torch.nn.modules.sparse import Embedding
 
 __all__ = [
-    "BatchNorm1d", "BatchNorm2d", "Embedding",
+    "BatchNorm1d", "BatchNorm2d", "Embedding", "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNCell",
     "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "GELU", "Hardtanh", "HuberLoss",
     "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module",
     "ModuleList", "NLLLoss", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus",
