@@ -86,7 +86,8 @@ class RNNBase(Module):
             for d in range(dirs):
                 suffix = f"_l{layer}" + ("_reverse" if d else "")
                 in_size = input_size if layer == 0 else hidden_size * dirs
-                shapes = [("weight_ih", (gate, in_size)), ("weight_hh", (gate, hidden_size))]
+                shapes: list[tuple[str, tuple[int, ...]]] = [("weight_ih", (gate, in_size)),
+                                                             ("weight_hh", (gate, hidden_size))]
                 if bias:
                     shapes += [("bias_ih", (gate,)), ("bias_hh", (gate,))]
                 for name, shape in shapes:
