@@ -254,3 +254,112 @@ def test_cells_match_pytorch(name: str, real_torch: Any) -> None:
     x = rng.normal(size=(5, 3))
     hx = (rng.normal(size=(5, 4)), rng.normal(size=(5, 4))) if name == "LSTMCell" else rng.normal(size=(5, 4))
     _run_pair(mine, theirs, real, x, hx, name == "LSTMCell")
+
+
+# --- attention --------------------------------------------------------------------------------
+
+
+def test_multihead_attention_by_hand() -> None:
+    torch.manual_seed(0)
+    m = nn.MultiheadAttention(4, 2)
+    assert [n for n, _ in m.named_parameters()] == ["in_proj_weight", "in_proj_bias", "out_proj.weight",
+                                                    "out_proj.bias"]
+    assert norm(m) == ("MultiheadAttention(\n  (out_proj): NonDynamicallyQuantizableLinear(in_features=4, "
+                       "out_features=4, bias=True)\n)")
+    assert float(m.in_proj_bias.abs().sum()) == 0
+    q, kv = torch.randn(3, 2, 4), torch.randn(5, 2, 4)
+    out, w = m(q, kv, kv)
+    assert out.shape == (3, 2, 4) and w.shape == (2, 3, 5)
+    np.testing.assert_allclose(w.sum(-1).detach().numpy(), 1, atol=1e-6)
+    out, w = m(q, kv, kv, need_weights=False)
+    assert w is None
+    _, w = m(q, kv, kv, average_attn_weights=False)
+    assert w.shape == (2, 2, 3, 5)
+    pad = torch.tensor([[False, False, False, True, True]] * 2)
+    _, w = m(q, kv, kv, key_padding_mask=pad)
+    assert float(w[..., 3:].abs().max()) == 0
+    out, w = m(q[:, 0], kv[:, 0], kv[:, 0])  # unbatched
+    assert out.shape == (3, 4) and w.shape == (3, 5)
+    bf = nn.MultiheadAttention(4, 2, batch_first=True)
+    assert bf(q.transpose(0, 1), kv.transpose(0, 1), kv.transpose(0, 1))[0].shape == (2, 3, 4)
+    with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):
+        nn.MultiheadAttention(5, 2)
+
+
+@pytest.mark.parametrize("cfg", ["plain", "masks", "batch_first", "nobias"])
+def test_multihead_attention_matches_pytorch(cfg: str, real_torch: Any) -> None:
+    real = real_torch
+    torch.manual_seed(2)
+    kw = {"batch_first": cfg == "batch_first", "bias": cfg != "nobias"}
+    mine = nn.MultiheadAttention(6, 3, **kw).double()
+    theirs = real.nn.MultiheadAttention(6, 3, **kw).double()
+    with torch.no_grad():
+        for p in mine.parameters():
+            p.uniform_(-0.5, 0.5)
+    _copy(mine, theirs, real)
+    rng = np.random.default_rng(0)
+    n, tgt, src = 2, 3, 4
+    lead = (n, tgt) if kw["batch_first"] else (tgt, n)
+    lead_s = (n, src) if kw["batch_first"] else (src, n)
+    qv, kv, vv = rng.normal(size=lead + (6,)), rng.normal(size=lead_s + (6,)), rng.normal(size=lead_s + (6,))
+    args_m: dict[str, Any] = {}
+    args_t: dict[str, Any] = {}
+    if cfg == "masks":
+        am = np.triu(np.ones((tgt, src), bool), 2)
+        kp = np.array([[False] * 3 + [True], [False] * 4])
+        args_m = {"attn_mask": torch.tensor(am), "key_padding_mask": torch.tensor(kp), "average_attn_weights": False}
+        args_t = {"attn_mask": real.tensor(am), "key_padding_mask": real.tensor(kp), "average_attn_weights": False}
+    ins_m = [torch.tensor(a, requires_grad=True) for a in (qv, kv, vv)]
+    ins_t = [real.tensor(a, requires_grad=True) for a in (qv, kv, vv)]
+    om, wm = mine(*ins_m, **args_m)
+    ot, wt = theirs(*ins_t, **args_t)
+    _close(om, ot)
+    _close(wm, wt)
+    ((om * om).sum() + (wm * wm).sum() * 3).backward()
+    ((ot * ot).sum() + (wt * wt).sum() * 3).backward()
+    for a, b in zip(ins_m, ins_t):
+        _close(a.grad, b.grad)
+    for (na, p), (nb, q) in zip(mine.named_parameters(), theirs.named_parameters()):
+        assert na == nb
+        _close(p.grad, q.grad)
+
+
+def test_transformer_encoder_layer_by_hand() -> None:
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(4, 2, 8)
+    assert [n for n, _ in layer.named_children()] == ["self_attn", "linear1", "dropout", "linear2", "norm1",
+                                                      "norm2", "dropout1", "dropout2"]
+    x = torch.randn(3, 2, 4)
+    layer.eval()
+    np.testing.assert_array_equal(layer(x).detach().numpy(), layer(x).detach().numpy())
+    layer.train()
+    assert not np.allclose(layer(x).detach().numpy(), layer(x).detach().numpy())
+    with pytest.raises(RuntimeError, match="activation should be relu/gelu, not tanh"):
+        nn.TransformerEncoderLayer(4, 2, activation="tanh")
+
+
+@pytest.mark.parametrize("cfg", [dict(), dict(activation="gelu", norm_first=True, batch_first=True)])
+def test_transformer_encoder_layer_matches_pytorch(cfg: dict, real_torch: Any) -> None:
+    real = real_torch
+    torch.manual_seed(4)
+    mine = nn.TransformerEncoderLayer(6, 2, 10, dropout=0.0, **cfg).double()
+    theirs = real.nn.TransformerEncoderLayer(6, 2, 10, dropout=0.0, **cfg).double()
+    with torch.no_grad():
+        for p in mine.parameters():
+            p.uniform_(-0.5, 0.5)
+    _copy(mine, theirs, real)
+    xv = np.random.default_rng(1).normal(size=(3, 4, 6))
+    n, s = (3, 4) if cfg.get("batch_first") else (4, 3)
+    kp = np.zeros((n, s), bool)
+    kp[1, -1] = True
+    xm, xt = torch.tensor(xv, requires_grad=True), real.tensor(xv, requires_grad=True)
+    ym = mine(xm, src_key_padding_mask=torch.tensor(kp))
+    yt = theirs(xt, src_key_padding_mask=real.tensor(kp))
+    _close(ym, yt)
+    gv = np.random.default_rng(2).normal(size=xv.shape)
+    (ym * torch.tensor(gv)).sum().backward()
+    (yt * real.tensor(gv)).sum().backward()
+    _close(xm.grad, xt.grad)
+    for (na, p), (nb, q) in zip(mine.named_parameters(), theirs.named_parameters()):
+        assert na == nb
+        _close(p.grad, q.grad)

@@ -39,6 +39,7 @@ from tapegrad.torch.nn.modules import (
     Module,
     ModuleList,
     MSELoss,
+    MultiheadAttention,
     NLLLoss,
     ReLU,
     RNNCell,
@@ -49,11 +50,13 @@ from tapegrad.torch.nn.modules import (
     Softmax,
     Softplus,
     Tanh,
+    TransformerEncoderLayer,
 )
 from tapegrad.torch.nn.parameter import Parameter
 
 __all__ = [
     "BatchNorm1d", "BatchNorm2d", "Embedding", "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNCell",
+    "MultiheadAttention", "TransformerEncoderLayer",
     "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "GELU", "Hardtanh", "HuberLoss",
     "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module",
     "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax",

@@ -20,6 +20,7 @@ from tapegrad.torch.nn.modules.activation import (
     LeakyReLU,
     LogSoftmax,
     Mish,
+    MultiheadAttention,
     ReLU,
     Sigmoid,
     SiLU,
@@ -45,9 +46,11 @@ from tapegrad.torch.nn.modules.module import Module
 from tapegrad.torch.nn.modules.normalization import LayerNorm
 from tapegrad.torch.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from tapegrad.torch.nn.modules.sparse import Embedding
+from tapegrad.torch.nn.modules.transformer import TransformerEncoderLayer
 
 __all__ = [
     "BatchNorm1d", "BatchNorm2d", "Embedding", "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNCell",
+    "MultiheadAttention", "TransformerEncoderLayer",
     "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "GELU", "Hardtanh", "HuberLoss",
     "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module",
     "ModuleList", "NLLLoss", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus",
