@@ -363,3 +363,30 @@ def test_transformer_encoder_layer_matches_pytorch(cfg: dict, real_torch: Any) -
     for (na, p), (nb, q) in zip(mine.named_parameters(), theirs.named_parameters()):
         assert na == nb
         _close(p.grad, q.grad)
+
+
+@pytest.mark.parametrize("mask", ["none", "bool", "float", "causal"])
+def test_scaled_dot_product_attention_matches_pytorch(mask: str, real_torch: Any) -> None:
+    real = real_torch
+    rng = np.random.default_rng(5)
+    q, k, v = rng.normal(size=(2, 3, 4, 5)), rng.normal(size=(2, 3, 6, 5)), rng.normal(size=(2, 3, 6, 5))
+    kw_m: dict[str, Any] = {}
+    kw_t: dict[str, Any] = {}
+    if mask == "bool":
+        m = rng.random((4, 6)) > 0.3
+        m[:, 0] = True
+        kw_m, kw_t = {"attn_mask": torch.tensor(m)}, {"attn_mask": real.tensor(m)}
+    elif mask == "float":
+        m = rng.normal(size=(4, 6))
+        kw_m, kw_t = {"attn_mask": torch.tensor(m), "scale": 0.3}, {"attn_mask": real.tensor(m), "scale": 0.3}
+    elif mask == "causal":
+        kw_m = kw_t = {"is_causal": True}
+    ins_m = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
+    ins_t = [real.tensor(a, requires_grad=True) for a in (q, k, v)]
+    om = F.scaled_dot_product_attention(*ins_m, **kw_m)
+    ot = real.nn.functional.scaled_dot_product_attention(*ins_t, **kw_t)
+    _close(om, ot)
+    (om * om).sum().backward()
+    (ot * ot).sum().backward()
+    for a, b in zip(ins_m, ins_t):
+        _close(a.grad, b.grad)

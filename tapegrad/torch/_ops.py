@@ -298,6 +298,7 @@ OTHER_NODES = frozenset({
     "RsubBackward1",  # 1 - x
     "DivBackward1",  # F.cross_entropy's mean over probability targets
     "AsStridedBackward0", "SumToSizeBackward0",  # a view read again after its base changed; broadcasting
+    "EmbeddingBackward0",  # F.embedding (nn/functional_extra.py)
 })
 
 
@@ -307,7 +308,7 @@ SAVES: dict[str, str] = {
     "BinaryCrossEntropyBackward0": "0 1", "BinaryCrossEntropyWithLogitsBackward0": "0 1", "EluBackward0": "0",
     "EluBackward1": "out", "GeluBackward0": "0", "HardtanhBackward0": "0", "HuberLossBackward0": "0 1",
     "LeakyReluBackward0": "0", "LeakyReluBackward1": "out", "MishBackward0": "0", "MseLossBackward0": "0 1",
-    "NativeLayerNormBackward0": "0 1 2", "NllLossBackward0": "0", "SiluBackward0": "0",
+    "NativeBatchNormBackward0": "0 1", "NativeLayerNormBackward0": "0 1 2", "NllLossBackward0": "0", "SiluBackward0": "0",
     "SmoothL1LossBackward0": "0 1", "SoftplusBackward0": "0",
 }
 

@@ -45,6 +45,7 @@ __all__ = [
     "dropout", "elu", "gelu", "hardtanh", "huber_loss", "l1_loss", "layer_norm", "leaky_relu", "linear",
     "log_softmax", "mish", "mse_loss", "nll_loss", "normalize", "one_hot", "relu", "sigmoid", "silu",
     "smooth_l1_loss", "softmax", "softplus", "tanh", "batch_norm", "embedding",
+    "scaled_dot_product_attention",
 ]
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -578,4 +579,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     return nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
 
 
-from tapegrad.torch.nn.functional_extra import batch_norm, embedding  # noqa: E402
+from tapegrad.torch.nn.functional_extra import (  # noqa: E402
+    batch_norm,
+    embedding,
+    scaled_dot_product_attention,
+)

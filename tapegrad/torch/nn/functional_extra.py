@@ -10,6 +10,7 @@ wrapped in one node named as PyTorch names it (``NativeBatchNormBackward0``,
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -17,11 +18,14 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad.backend import array_module
 from tapegrad.numpy import primitives as tp
+from tapegrad.torch._creation import _rng
 from tapegrad.torch._tensor import Tensor, _new, _result
 from tapegrad.torch.grad_mode import no_grad
 from tapegrad.tracer import value
 
-__all__ = ["batch_norm", "embedding"]
+__all__ = ["batch_norm", "embedding", "scaled_dot_product_attention"]
+
+_value_of = value  # (``value`` is also an argument name of the attention functions)
 
 
 def _verify_batch_size(shape: tuple[int, ...]) -> None:
@@ -120,3 +124,37 @@ def _renorm_rows(weight: Tensor, idx: Any, max_norm: float, norm_type: float) ->
             nrm = float(w[r].norm(norm_type))
             if nrm > max_norm:
                 w[r] = w[r] * (max_norm / (nrm + 1e-7))
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """``softmax(query @ key^T * scale + mask) @ value`` over the last two dims,
+    ``scale`` by default ``1 / sqrt(E)``; a boolean ``attn_mask`` says which
+    positions take part (True), a float one is added; ``is_causal``: the lower
+    triangle only; ``dropout_p``: dropout on the weights. Composed of tensor
+    methods (the graph is PyTorch's math path, not its fused kernel)."""
+    if enable_gqa:
+        raise NotImplementedError("tapegrad.torch: scaled_dot_product_attention(enable_gqa=True) is not supported")
+    tgt, src = query.shape[-2], key.shape[-2]
+    s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = query.matmul(key.transpose(-2, -1)) * s
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                               "is_causal=True")
+        attn_mask = _new(np.tril(np.ones((tgt, src), bool)))
+    if attn_mask is not None:
+        if attn_mask.dtype.is_floating_point:
+            scores = scores + attn_mask
+        else:
+            v = _value_of(scores._value)
+            xp = array_module(v)
+            keep = xp.asarray(_value_of(attn_mask._value))
+            scores = scores + _new(xp.where(keep, xp.asarray(0.0, v.dtype), xp.asarray(-np.inf, v.dtype)))
+    attn = scores.softmax(-1)
+    if dropout_p > 0.0:
+        w = _value_of(attn._value)
+        keep_p = (_rng().random(w.shape) >= dropout_p).astype(w.dtype) / (1 - dropout_p)
+        attn = attn * _new(array_module(w).asarray(keep_p))
+    return attn.matmul(value)
