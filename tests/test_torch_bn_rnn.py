@@ -390,3 +390,40 @@ def test_scaled_dot_product_attention_matches_pytorch(mask: str, real_torch: Any
     (ot * ot).sum().backward()
     for a, b in zip(ins_m, ins_t):
         _close(a.grad, b.grad)
+
+
+def test_rnn_hidden_checks_and_helpers() -> None:
+    lstm = nn.LSTM(3, 4)
+    lstm.flatten_parameters()
+    assert [len(w) for w in lstm.all_weights] == [4]
+    with pytest.raises(RuntimeError, match=re.escape("Expected hidden[0] size (1, 2, 4), got [1, 3, 4]")):
+        lstm(torch.randn(5, 2, 3), (torch.zeros(1, 3, 4), torch.zeros(1, 3, 4)))
+    with pytest.raises(RuntimeError, match=re.escape("Expected hidden size (1, 2, 4), got [2, 2, 4]")):
+        nn.GRU(3, 4)(torch.randn(5, 2, 3), torch.zeros(2, 2, 4))
+
+
+def test_transformer_encoder_stack(real_torch: Any) -> None:
+    real = real_torch
+    layer = nn.TransformerEncoderLayer(6, 2, 10, dropout=0.0).double()
+    with pytest.warns(UserWarning, match=re.escape(
+            "enable_nested_tensor is True, but self.use_nested_tensor is False because "
+            "encoder_layer.self_attn.batch_first was not True(use batch_first for better inference performance)")):
+        mine = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(6).double())
+    assert [n for n, _ in mine.named_parameters()][:2] == ["layers.0.self_attn.in_proj_weight",
+                                                           "layers.0.self_attn.in_proj_bias"]
+    assert mine.layers[0].activation_relu_or_gelu == 1
+    with pytest.warns(UserWarning):
+        theirs = real.nn.TransformerEncoder(real.nn.TransformerEncoderLayer(6, 2, 10, dropout=0.0).double(), 2,
+                                            norm=real.nn.LayerNorm(6).double())
+    with torch.no_grad():
+        for p in mine.parameters():
+            p.uniform_(-0.5, 0.5)
+    _copy(mine, theirs, real)
+    xv = np.random.default_rng(3).normal(size=(4, 2, 6))
+    mask = np.triu(np.ones((4, 4), bool), 1)
+    xm, xt = torch.tensor(xv, requires_grad=True), real.tensor(xv, requires_grad=True)
+    ym, yt = mine(xm, mask=torch.tensor(mask)), theirs(xt, mask=real.tensor(mask))
+    _close(ym, yt)
+    (ym * ym).sum().backward()
+    (yt * yt).sum().backward()
+    _close(xm.grad, xt.grad)

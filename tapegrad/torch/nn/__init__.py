@@ -50,13 +50,14 @@ from tapegrad.torch.nn.modules import (
     Softmax,
     Softplus,
     Tanh,
+    TransformerEncoder,
     TransformerEncoderLayer,
 )
 from tapegrad.torch.nn.parameter import Parameter
 
 __all__ = [
     "BatchNorm1d", "BatchNorm2d", "Embedding", "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNCell",
-    "MultiheadAttention", "TransformerEncoderLayer",
+    "MultiheadAttention", "TransformerEncoder", "TransformerEncoderLayer",
     "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "GELU", "Hardtanh", "HuberLoss",
     "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module",
     "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax",

@@ -6,7 +6,11 @@
 - ``linear``: ``Identity``, ``Linear``
 - ``activation``: ``ReLU``, ``GELU``, ``Softmax`` ... (elementwise and softmax)
 - ``dropout``: ``Dropout``
-- ``normalization``: ``LayerNorm``
+- ``normalization``: ``LayerNorm``; ``batchnorm``: ``BatchNorm1d``, ``BatchNorm2d``
+- ``sparse``: ``Embedding``
+- ``rnn``: ``RNN``, ``LSTM``, ``GRU`` and their cells
+- ``transformer``: ``TransformerEncoderLayer``, ``TransformerEncoder`` (``activation``
+  holds ``MultiheadAttention``, as in PyTorch)
 - ``loss``: ``MSELoss``, ``CrossEntropyLoss``, ``BCELoss`` ...
 
 This package re-exports every public name, so ``nn.modules.Linear`` and
@@ -46,11 +50,11 @@ from tapegrad.torch.nn.modules.module import Module
 from tapegrad.torch.nn.modules.normalization import LayerNorm
 from tapegrad.torch.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from tapegrad.torch.nn.modules.sparse import Embedding
-from tapegrad.torch.nn.modules.transformer import TransformerEncoderLayer
+from tapegrad.torch.nn.modules.transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = [
     "BatchNorm1d", "BatchNorm2d", "Embedding", "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNCell",
-    "MultiheadAttention", "TransformerEncoderLayer",
+    "MultiheadAttention", "TransformerEncoder", "TransformerEncoderLayer",
     "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "GELU", "Hardtanh", "HuberLoss",
     "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module",
     "ModuleList", "NLLLoss", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus",

@@ -107,6 +107,19 @@ class RNNBase(Module):
                     getattr(self, "bias_ih" + s), getattr(self, "bias_hh" + s))
         return getattr(self, "weight_ih" + s), getattr(self, "weight_hh" + s), None, None
 
+    def flatten_parameters(self) -> None:
+        """Nothing to do: the weights are used where they are (PyTorch packs them for cuDNN)."""
+
+    @property
+    def all_weights(self) -> list[list[Parameter]]:
+        names = self._flat_weights_names
+        per = 4 if self.bias else 2
+        return [[getattr(self, n) for n in names[i:i + per]] for i in range(0, len(names), per)]
+
+    def _check_hidden(self, h: Tensor, want: tuple[int, ...], what: str = "hidden") -> None:
+        if tuple(h.shape) != want:
+            raise RuntimeError(f"Expected {what} size {want}, got {list(h.shape)}")
+
     def forward(self, input: Tensor, hx: Any = None) -> Any:  # noqa: A002
         is_lstm = self.mode == "LSTM"
         batched = input.dim() == 3
@@ -126,6 +139,12 @@ class RNNBase(Module):
         if hx is None:
             h0 = zeros(self.num_layers * dirs, n, self.hidden_size, dtype=input.dtype, device=input.device)
             hx = (h0, h0) if is_lstm else h0
+        want = (self.num_layers * dirs, n, self.hidden_size)
+        if is_lstm:
+            self._check_hidden(hx[0], want, "hidden[0]")
+            self._check_hidden(hx[1], want, "hidden[1]")
+        else:
+            self._check_hidden(hx, want)
         h_init = hx[0].unbind(0) if is_lstm else hx.unbind(0)
         c_init = hx[1].unbind(0) if is_lstm else None
         layer_in = input
