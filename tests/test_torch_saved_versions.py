@@ -96,7 +96,7 @@ _FUSED = ("PyTorch's composite reshapes the operands and its inner MmBackward0/B
 DIFFER: dict[str, str] = {
     "chunk": _MULTI_VIEW, "split": _MULTI_VIEW, "split/sizes": _MULTI_VIEW, "unbind": _MULTI_VIEW,
     "matmul/vm": _FUSED, "matmul/batched": _FUSED, "matmul/broadcast": _FUSED, "torch.einsum": _FUSED,
-    "F.linear/nobias": _FUSED,
+    "F.linear/nobias": _FUSED, "F.scaled_dot_product_attention": _FUSED,
     "F.linear": ("a weight that requires no grad, modified in place: PyTorch's message has the shape of "
                  "the saved weight.t() ([4, 2]), ours the weight's ([2, 4]): the entry keeps no edge, so "
                  "not that it was fused as a view"),

@@ -445,6 +445,14 @@ ROWS: list[Row] = [
     row("F.nll_loss", lambda t, x: _F(t).nll_loss(x, _i(t, [0, 3, 1])), R(3, 4), "NllLossBackward0"),
     row("F.layer_norm", lambda t, x, w, b: _F(t).layer_norm(x, (4,), w, b), (R(3, 4), R(4), R(4)),
         "NativeLayerNormBackward0"),
+    row("F.batch_norm", lambda t, x, w, b: _F(t).batch_norm(x, None, None, w, b, training=True),
+        (R(4, 3), R(3), R(3)), "NativeBatchNormBackward0"),
+    row("F.batch_norm/eval", lambda t, x, w, b: _F(t).batch_norm(
+        x, t.full((3,), 0.5, dtype=t.float64), t.full((3,), 2.0, dtype=t.float64), w, b),
+        (R(4, 3, 2), R(3), R(3)), "NativeBatchNormBackward0"),
+    row("F.embedding", lambda t, w: _F(t).embedding(_i(t, [[0, 2], [1, 2]]), w), R(3, 4), "EmbeddingBackward0"),
+    row("F.scaled_dot_product_attention", lambda t, q, k, v: _F(t).scaled_dot_product_attention(q, k, v),
+        (R(2, 3, 4), R(2, 5, 4), R(2, 5, 4)), "UnsafeViewBackward0"),
     row("F.normalize", lambda t, x: _F(t).normalize(x, dim=-1), R(3, 4), "DivBackward0"),
     row("F.cosine_similarity", lambda t, x, y: _F(t).cosine_similarity(x, y), (R(3, 4), R(3, 4)),
         "SumBackward1"),
@@ -463,6 +471,8 @@ _CHAIN = {
     "matmul/batched": "one node over both leaves | UnsafeViewBackward0 <- BmmBackward0",
     "kron": "one node over both leaves | UnsafeViewBackward0 <- MulBackward0 (PyTorch's composite)",
     "torch.einsum": "one node over both leaves | ViewBackward0 <- PermuteBackward0 <- BmmBackward0 ...",
+    "F.scaled_dot_product_attention": "batched matmul: one node over both inputs | UnsafeViewBackward0 <- "
+                                      "BmmBackward0 (as matmul/batched)",
 }
 BUGS: dict[str, dict[str, str]] = {
 }

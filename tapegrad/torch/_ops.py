@@ -313,6 +313,7 @@ OTHER_NODES = frozenset({
     "AsStridedBackward0", "SumToSizeBackward0",  # a view read again after its base changed; broadcasting
     "LinalgInvExBackward0", "LinalgDetBackward0", "LinalgSlogdetBackward0", "LinalgSolveExBackward0",  # linalg.py
     "LinalgCholeskyExBackward0", "LinalgQrBackward0", "LinalgEighBackward0", "LinalgSvdBackward0",
+    "EmbeddingBackward0",  # F.embedding (nn/functional_extra.py)
 })
 
 
@@ -322,7 +323,7 @@ SAVES: dict[str, str] = {
     "BinaryCrossEntropyBackward0": "0 1", "BinaryCrossEntropyWithLogitsBackward0": "0 1", "EluBackward0": "0",
     "EluBackward1": "out", "GeluBackward0": "0", "HardtanhBackward0": "0", "HuberLossBackward0": "0 1",
     "LeakyReluBackward0": "0", "LeakyReluBackward1": "out", "MishBackward0": "0", "MseLossBackward0": "0 1",
-    "NativeLayerNormBackward0": "0 1 2", "NllLossBackward0": "0", "SiluBackward0": "0",
+    "NativeBatchNormBackward0": "0 1", "NativeLayerNormBackward0": "0 1 2", "NllLossBackward0": "0", "SiluBackward0": "0",
     "SmoothL1LossBackward0": "0 1", "SoftplusBackward0": "0",
 }
 

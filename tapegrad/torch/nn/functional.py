@@ -44,7 +44,8 @@ __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_similarity", "cross_entropy",
     "dropout", "elu", "gelu", "hardtanh", "huber_loss", "l1_loss", "layer_norm", "leaky_relu", "linear",
     "log_softmax", "mish", "mse_loss", "nll_loss", "normalize", "one_hot", "relu", "sigmoid", "silu",
-    "smooth_l1_loss", "softmax", "softplus", "tanh",
+    "smooth_l1_loss", "softmax", "softplus", "tanh", "batch_norm", "embedding",
+    "scaled_dot_product_attention",
 ]
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -576,3 +577,10 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
             return total
         return _result(tnp.divide(total._value, input.numel() // input.shape[dim]), "DivBackward1", (total,))
     return nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+
+
+from tapegrad.torch.nn.functional_extra import (  # noqa: E402
+    batch_norm,
+    embedding,
+    scaled_dot_product_attention,
+)

@@ -7,7 +7,11 @@
 - ``linear``: ``Identity``, ``Linear``
 - ``activation``: ``ReLU``, ``GELU``, ``Softmax`` ... (elementwise and softmax)
 - ``dropout``: ``Dropout``
-- ``normalization``: ``LayerNorm``
+- ``normalization``: ``LayerNorm``; ``batchnorm``: ``BatchNorm1d``, ``BatchNorm2d``
+- ``sparse``: ``Embedding``
+- ``rnn``: ``RNN``, ``LSTM``, ``GRU`` and their cells
+- ``transformer``: ``TransformerEncoderLayer``, ``TransformerEncoder`` (``activation``
+  holds ``MultiheadAttention``, as in PyTorch)
 - ``loss``: ``MSELoss``, ``CrossEntropyLoss``, ``BCELoss`` ...
 
 This package re-exports every public name, so ``nn.modules.Linear`` and
@@ -21,6 +25,7 @@ from tapegrad.torch.nn.modules.activation import (
     LeakyReLU,
     LogSoftmax,
     Mish,
+    MultiheadAttention,
     ReLU,
     Sigmoid,
     SiLU,
@@ -28,6 +33,7 @@ from tapegrad.torch.nn.modules.activation import (
     Softplus,
     Tanh,
 )
+from tapegrad.torch.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d
 from tapegrad.torch.nn.modules.container import (
     ModuleDict,
     ModuleList,
@@ -50,11 +56,15 @@ from tapegrad.torch.nn.modules.loss import (
 )
 from tapegrad.torch.nn.modules.module import Module
 from tapegrad.torch.nn.modules.normalization import LayerNorm
+from tapegrad.torch.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from tapegrad.torch.nn.modules.sparse import Embedding
+from tapegrad.torch.nn.modules.transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = [
-    "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "Flatten", "GELU",
-    "Hardtanh", "HuberLoss", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear",
-    "LogSoftmax", "MSELoss", "Mish", "Module", "ModuleDict", "ModuleList", "NLLLoss",
-    "ParameterDict", "ParameterList", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss",
-    "Softmax", "Softplus", "Tanh", "Unflatten",
+    "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "CrossEntropyLoss", "Dropout",
+    "ELU", "Embedding", "Flatten", "GELU", "GRU", "GRUCell", "Hardtanh", "HuberLoss", "Identity",
+    "L1Loss", "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss",
+    "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss", "ParameterDict",
+    "ParameterList", "RNN", "RNNCell", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss",
+    "Softmax", "Softplus", "Tanh", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten",
 ]

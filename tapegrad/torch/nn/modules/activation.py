@@ -1,16 +1,23 @@
-"""Activation modules: elementwise nonlinearities (``ReLU``, ``GELU`` ...) and ``Softmax``/``LogSoftmax``."""
+"""Activation modules: elementwise nonlinearities (``ReLU``, ``GELU`` ...), ``Softmax``/``LogSoftmax``
+and, where PyTorch has it, ``MultiheadAttention``."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
+from typing import Any
 
+from tapegrad.torch._creation import empty, zeros
 from tapegrad.torch._tensor import Tensor
 from tapegrad.torch.nn import functional as F
+from tapegrad.torch.nn import init
+from tapegrad.torch.nn.modules.linear import Linear
 from tapegrad.torch.nn.modules.module import Module
+from tapegrad.torch.nn.parameter import Parameter
 
 __all__ = [
-    "ELU", "GELU", "Hardtanh", "LeakyReLU", "LogSoftmax", "Mish", "ReLU", "SiLU", "Sigmoid", "Softmax",
+    "ELU", "GELU", "Hardtanh", "LeakyReLU", "LogSoftmax", "Mish", "MultiheadAttention", "ReLU", "SiLU", "Sigmoid", "Softmax",
     "Softplus", "Tanh",
 ]
 
@@ -147,3 +154,109 @@ class Softmax(Module):
 class LogSoftmax(Softmax):
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return F.log_softmax(input, self.dim)
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """``Linear`` under the name PyTorch gives ``MultiheadAttention.out_proj``."""
+
+
+class MultiheadAttention(Module):
+    """Multi-head scaled dot-product attention, laid out as PyTorch's
+    (``in_proj_weight`` ``(3 E, E)`` Xavier-uniform, ``in_proj_bias`` zeros,
+    ``out_proj``). ``forward(query, key, value, key_padding_mask=None,
+    need_weights=True, attn_mask=None, average_attn_weights=True,
+    is_causal=False)`` returns ``(output, weights or None)``; masks are
+    boolean (True: not attended) or float (added to the scores)."""
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False, device: Any = None, dtype: Any = None) -> None:
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
+                             f"num_heads={num_heads} instead")
+        super().__init__()
+        if add_bias_kv or add_zero_attn or (kdim not in (None, embed_dim)) or (vdim not in (None, embed_dim)):
+            raise NotImplementedError("tapegrad.torch: MultiheadAttention(add_bias_kv, add_zero_attn, kdim, vdim) "
+                                      "is not supported")
+        self.embed_dim = embed_dim
+        self.kdim = self.vdim = embed_dim
+        self._qkv_same_embed_dim = True
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        assert self.head_dim * num_heads == embed_dim, "embed_dim must be divisible by num_heads"
+        self.in_proj_weight = Parameter(empty((3 * embed_dim, embed_dim), dtype=dtype, device=device))
+        self.register_parameter("q_proj_weight", None)
+        self.register_parameter("k_proj_weight", None)
+        self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(empty(3 * embed_dim, dtype=dtype, device=device))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
+        self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        init.xavier_uniform_(self.in_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None = None,
+                need_weights: bool = True, attn_mask: Tensor | None = None, average_attn_weights: bool = True,
+                is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+        batched = query.dim() == 3
+        if self.batch_first and batched:
+            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        if not batched:
+            query, key, value = (t.unsqueeze(1) for t in (query, key, value))
+            if key_padding_mask is not None:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
+        tgt, n, e = query.shape
+        src = key.shape[0]
+        h, hd = self.num_heads, self.head_dim
+        if e != self.embed_dim:
+            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {e}")
+        w = self.in_proj_weight.chunk(3, 0)
+        b = self.in_proj_bias.chunk(3, 0) if self.in_proj_bias is not None else (None, None, None)
+        q = F.linear(query, w[0], b[0])
+        k = F.linear(key, w[1], b[1])
+        v = F.linear(value, w[2], b[2])
+        # (L, N, E) -> (N, H, L, hd)
+        q = q.reshape(tgt, n, h, hd).permute(1, 2, 0, 3)
+        k = k.reshape(src, n, h, hd).permute(1, 2, 0, 3)
+        v = v.reshape(src, n, h, hd).permute(1, 2, 0, 3)
+        scores = (q * (1.0 / math.sqrt(hd))).matmul(k.transpose(-2, -1))
+        if attn_mask is not None:
+            m = _float_mask(attn_mask, scores)
+            scores = scores + (m.reshape(n, h, tgt, src) if m.dim() == 3 else m)
+        elif is_causal:
+            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer "
+                               "module method `generate_square_subsequent_mask` to create this mask.")
+        if key_padding_mask is not None:
+            scores = scores + _float_mask(key_padding_mask, scores).reshape(n, 1, 1, src)
+        attn = scores.softmax(-1)
+        if self.dropout > 0.0:
+            attn = F.dropout(attn, self.dropout, self.training)
+        out = attn.matmul(v).permute(2, 0, 1, 3).reshape(tgt * n, e)
+        out = self.out_proj(out).view(tgt, n, e)
+        weights: Tensor | None = None
+        if need_weights:
+            weights = attn.mean(1) if average_attn_weights else attn
+        if self.batch_first and batched:
+            out = out.transpose(0, 1)
+        if not batched:
+            out = out.squeeze(1)
+            if weights is not None:
+                weights = weights.squeeze(0)
+        return out, weights
+
+
+def _float_mask(mask: Tensor, like: Tensor) -> Tensor:
+    """A boolean mask (True: masked) as ``-inf``/0 of ``like``'s dtype; a float one as it is."""
+    if mask.dtype.is_floating_point:
+        return mask
+    return zeros(tuple(mask.shape), dtype=like.dtype, device=like.device).masked_fill(mask, float("-inf"))
