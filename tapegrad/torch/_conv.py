@@ -35,7 +35,7 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.backend import array_module
 
-__all__ = ["conv", "conv_t", "conv_w", "pool_max", "pool_max_t", "pool_take"]
+__all__ = ["conv", "conv_t", "conv_w", "pool_argmax", "pool_max", "pool_max_t", "pool_take"]
 
 Ints = tuple[int, ...]
 Pads = tuple[tuple[int, int], ...]
@@ -99,10 +99,10 @@ def _conv_w(x: Any, g: Any, stride: Ints, pad: Pads, dilation: Ints, groups: int
     return parts[0] if groups == 1 else xp.concatenate(parts, axis=0)
 
 
-def _argmax(x: Any, k: Ints, stride: Ints, pad: Pads, dilation: Ints) -> Any:
+def _argmax(x: Any, kernel: Ints, stride: Ints, pad: Pads, dilation: Ints) -> Any:
     """The index (into the flattened window) of each window's first max: ``(..., *out)``."""
-    win = _windows(x, k, stride, pad, dilation, -np.inf)
-    flat = win.reshape(win.shape[:win.ndim - len(k)] + (-1,))
+    win = _windows(x, kernel, stride, pad, dilation, -np.inf)
+    flat = win.reshape(win.shape[:win.ndim - len(kernel)] + (-1,))
     return flat.argmax(-1)
 
 
@@ -134,6 +134,7 @@ def _pool_max_t(g: Any, x: Any, kernel: Ints, stride: Ints, pad: Pads, dilation:
     return full[(slice(None),) * lead + tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pad))]
 
 
+pool_argmax = _argmax  # (no gradient: plain arrays)
 conv = tg.primitive(_conv, "conv")
 conv_t = tg.primitive(_conv_t, "conv_t")
 conv_w = tg.primitive(_conv_w, "conv_w")

@@ -13,6 +13,14 @@ the gradients come from the facade's tape.
 
 from tapegrad.torch.nn import functional, init
 from tapegrad.torch.nn.modules import (
+    AdaptiveAvgPool2d,
+    AvgPool2d,
+    Conv1d,
+    Conv2d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    MaxPool1d,
+    MaxPool2d,
     ELU,
     GELU,
     BCELoss,
@@ -44,6 +52,8 @@ from tapegrad.torch.nn.modules import (
 from tapegrad.torch.nn.parameter import Parameter
 
 __all__ = [
+    "AdaptiveAvgPool2d", "AvgPool2d", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d",
+    "MaxPool2d",
     "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "GELU", "Hardtanh", "HuberLoss",
     "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module",
     "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax",

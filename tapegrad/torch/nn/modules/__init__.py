@@ -4,6 +4,8 @@
   ``state_dict``, dtype and device moves, ``repr``)
 - ``container``: ``Sequential``, ``ModuleList``
 - ``linear``: ``Identity``, ``Linear``
+- ``conv``: ``Conv1d``, ``Conv2d``, ``ConvTranspose1d``, ``ConvTranspose2d``
+- ``pooling``: ``MaxPool1d``, ``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d``
 - ``activation``: ``ReLU``, ``GELU``, ``Softmax`` ... (elementwise and softmax)
 - ``dropout``: ``Dropout``
 - ``normalization``: ``LayerNorm``
@@ -27,6 +29,7 @@ from tapegrad.torch.nn.modules.activation import (
     Softplus,
     Tanh,
 )
+from tapegrad.torch.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from tapegrad.torch.nn.modules.container import ModuleList, Sequential
 from tapegrad.torch.nn.modules.dropout import Dropout
 from tapegrad.torch.nn.modules.linear import Identity, Linear
@@ -42,8 +45,11 @@ from tapegrad.torch.nn.modules.loss import (
 )
 from tapegrad.torch.nn.modules.module import Module
 from tapegrad.torch.nn.modules.normalization import LayerNorm
+from tapegrad.torch.nn.modules.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d
 
 __all__ = [
+    "AdaptiveAvgPool2d", "AvgPool2d", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d",
+    "MaxPool2d",
     "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "GELU", "Hardtanh", "HuberLoss",
     "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Mish", "Module",
     "ModuleList", "NLLLoss", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus",
