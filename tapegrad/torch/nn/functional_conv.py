@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,6 +56,9 @@ def _conv_pads(padding: Any, k: Ints, dilation: Ints, stride: Ints) -> C.Pads:
         if any(s != 1 for s in stride):
             raise ValueError("padding='same' is not supported for strided convolutions")
         tot = [d * (kk - 1) for kk, d in zip(k, dilation)]
+        if any(t % 2 for t in tot):
+            warnings.warn("Using padding='same' with even kernel lengths and odd dilation may require a "
+                          "zero-padded copy of the input be created", UserWarning, stacklevel=4)
         return tuple((t // 2, t - t // 2) for t in tot)
     return tuple((p, p) for p in _tuple(padding, nd))
 
@@ -171,7 +175,7 @@ def _indices(x: Any, width: int, kw: dict[str, Any]) -> Any:
     """The flat ``h * W + w`` index in ``x`` of each window's (first) max, as PyTorch's ``int64``."""
     xp = array_module(x)
     n = C.pool_argmax(x, **kw)  # into the flattened window
-    (kh, kw_), (sh, sw), ((ph, _), (pw, _)), (dh, dw) = kw["kernel"], kw["stride"], kw["pad"], kw["dilation"]
+    (_, kw_), (sh, sw), ((ph, _), (pw, _)), (dh, dw) = kw["kernel"], kw["stride"], kw["pad"], kw["dilation"]
     oh, ow = n.shape[-2:]
     h = xp.arange(oh)[:, None] * sh - ph + (n // kw_) * dh
     w = xp.arange(ow)[None, :] * sw - pw + (n % kw_) * dw

@@ -29,8 +29,8 @@ from tapegrad.torch.nn.modules.activation import (
     Softplus,
     Tanh,
 )
-from tapegrad.torch.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from tapegrad.torch.nn.modules.container import ModuleList, Sequential
+from tapegrad.torch.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from tapegrad.torch.nn.modules.dropout import Dropout
 from tapegrad.torch.nn.modules.linear import Identity, Linear
 from tapegrad.torch.nn.modules.loss import (
