@@ -5,12 +5,13 @@ Each option is a tuple per spatial dim: ``stride``, ``dilation``, ``pad`` (pairs
 ``(low, high)``: "same" pads unevenly) and ``groups`` an int.
 
 - ``conv(x, w)``: the cross-correlation PyTorch calls convolution: an im2col
-  by a strided view (``sliding_window_view``) and one ``tensordot`` per group.
+  by a strided view (``sliding_window_view``, copied with the output's pixels
+  innermost) and one ``matmul``, the groups broadcast.
 - ``conv_t(g, w, spatial=S)``: its transpose in ``x`` (PyTorch's transposed
   convolution): ``g @ w`` per window, added back into place one kernel
   offset at a time (a loop over the kernel's few offsets, not the pixels).
 - ``conv_w(x, g, ksize=K)``: its transpose in ``w``: the correlation of the
-  windows of ``x`` with ``g``.
+  windows of ``x`` with ``g`` (one ``matmul`` over batch and pixels).
 
 The three are bilinear and each one's VJP rules are the other two, so every
 order of derivative is again one of them. Their batching rules put the batch
@@ -27,6 +28,7 @@ in ``N``, or, where a weight is batched, in the groups.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 import numpy as np
@@ -58,45 +60,53 @@ def _windows(x: Any, k: Ints, stride: Ints, pad: Pads, dilation: Ints, fill: flo
     return win[sl]
 
 
+def _cols(x: Any, k: Ints, stride: Ints, pad: Pads, dilation: Ints, order: tuple[int, ...]) -> Any:
+    """The im2col of ``x``: its windows ``(N, C, *out, *K)`` copied in axis ``order``
+    (the output's spatial axes last, so that the copy moves whole rows)."""
+    win = _windows(x, k, stride, pad, dilation)
+    return array_module(x).ascontiguousarray(win.transpose(order))
+
+
 def _conv(x: Any, w: Any, stride: Ints, pad: Pads, dilation: Ints, groups: int) -> Any:
     xp = array_module(x)
     nd = w.ndim - 2
-    win = _windows(x, w.shape[2:], stride, pad, dilation)  # (N, C, *out, *K)
-    cg, og = w.shape[1], w.shape[0] // groups
-    axes = ([1, *range(2 + nd, 2 + 2 * nd)], [1, *range(2, 2 + nd)])
-    parts = [xp.tensordot(win[:, i * cg:(i + 1) * cg], w[i * og:(i + 1) * og], axes) for i in range(groups)]
-    out = parts[0] if groups == 1 else xp.concatenate(parts, axis=-1)  # (N, *out, O)
-    return xp.ascontiguousarray(xp.moveaxis(out, -1, 1))
+    n, o = x.shape[0], w.shape[0]
+    cols = _cols(x, w.shape[2:], stride, pad, dilation, (0, 1, *range(2 + nd, 2 + 2 * nd), *range(2, 2 + nd)))
+    out = cols.shape[2 + nd:]
+    cols = cols.reshape(n, groups, -1, math.prod(out))  # (N, g, C/g * K, P)
+    r = xp.matmul(w.reshape(groups, o // groups, -1), cols)  # (N, g, O/g, P)
+    return r.reshape((n, o) + out)
 
 
 def _conv_t(g: Any, w: Any, stride: Ints, pad: Pads, dilation: Ints, groups: int, spatial: Ints) -> Any:
     xp = array_module(g)
-    nd = w.ndim - 2
     k = w.shape[2:]
-    cg, og = w.shape[1], w.shape[0] // groups
-    parts = [xp.tensordot(g[:, i * og:(i + 1) * og], w[i * og:(i + 1) * og], ([1], [0])) for i in range(groups)]
-    cols = parts[0] if groups == 1 else xp.concatenate(parts, axis=1 + nd)  # (N, *out, C, *K)
-    cols = xp.moveaxis(cols, 1 + nd, 1)  # (N, C, *out, *K)
+    n, o, cg = g.shape[0], w.shape[0], w.shape[1]
     out = g.shape[2:]
+    wt = w.reshape(groups, o // groups, -1).swapaxes(-1, -2)  # (g, C/g * K, O/g)
+    cols = xp.matmul(wt, g.reshape(n, groups, o // groups, -1))  # (N, g, C/g * K, P)
+    cols = cols.reshape((n, cg * groups) + k + out)
     size = spatial
-    full = xp.zeros((g.shape[0], cg * groups) + tuple(s + lo + hi for s, (lo, hi) in zip(size, pad)),
+    full = xp.zeros((n, cg * groups) + tuple(s + lo + hi for s, (lo, hi) in zip(size, pad)),
                     dtype=xp.result_type(g, w))
-    for kk in itertools.product(*(range(n) for n in k)):
-        sl = tuple(slice(j * d, j * d + s * (o - 1) + 1, s) for j, d, s, o in zip(kk, dilation, stride, out))
-        full[(slice(None), slice(None)) + sl] += cols[(Ellipsis,) + kk]
+    for kk in itertools.product(*(range(m) for m in k)):
+        sl = tuple(slice(j * d, j * d + s * (q - 1) + 1, s) for j, d, s, q in zip(kk, dilation, stride, out))
+        full[(slice(None), slice(None)) + sl] += cols[(slice(None), slice(None)) + kk]
     return full[(slice(None), slice(None)) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pad))]
 
 
 def _conv_w(x: Any, g: Any, stride: Ints, pad: Pads, dilation: Ints, groups: int, ksize: Ints) -> Any:
     xp = array_module(x)
     nd = len(ksize)
+    n, c, o = x.shape[0], x.shape[1], g.shape[1]
     out = g.shape[2:]
-    win = _windows(x, ksize, stride, pad, dilation)  # (N, C, *out, *K)
-    win = win[(slice(None), slice(None)) + tuple(slice(0, o) for o in out)]
-    cg, og = x.shape[1] // groups, g.shape[1] // groups
-    axes = ([0, *range(2, 2 + nd)], [0, *range(2, 2 + nd)])
-    parts = [xp.tensordot(g[:, i * og:(i + 1) * og], win[:, i * cg:(i + 1) * cg], axes) for i in range(groups)]
-    return parts[0] if groups == 1 else xp.concatenate(parts, axis=0)
+    win_order = (1, *range(2 + nd, 2 + 2 * nd), 0, *range(2, 2 + nd))  # (C, *K, N, *out)
+    win = _windows(x, ksize, stride, pad, dilation)
+    win = win[(slice(None), slice(None)) + tuple(slice(0, q) for q in out)]
+    cols = xp.ascontiguousarray(win.transpose(win_order)).reshape(groups, -1, n * math.prod(out))
+    gt = xp.moveaxis(g.reshape(n, groups, o // groups, -1), 0, 2).reshape(groups, o // groups, -1)
+    r = xp.matmul(gt, cols.swapaxes(-1, -2))  # (g, O/g, C/g * K)
+    return r.reshape((o, c // groups) + tuple(ksize))
 
 
 def _argmax(x: Any, kernel: Ints, stride: Ints, pad: Pads, dilation: Ints) -> Any:
