@@ -246,3 +246,23 @@ def test_small_cnn_trains() -> None:
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize("fn", [lambda x, w: F.conv2d(x, w), lambda x, w: F.max_pool2d(x, 2),
+                                lambda x, w: F.avg_pool2d(x, 2), lambda x, w: F.adaptive_avg_pool2d(x, (3, 2))])
+def test_saved_input_modified_in_place_is_caught(fn: Any) -> None:
+    x = torch.randn(1, 1, 4, 4, requires_grad=True) * 1
+    w = torch.randn(1, 1, 3, 3, requires_grad=True)
+    y = fn(x, w)
+    x.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_saved_weight_modified_in_place_is_caught() -> None:
+    x = torch.randn(1, 1, 4, 4)
+    w = torch.randn(1, 1, 3, 3, requires_grad=True) * 1
+    y = F.conv2d(x, w)
+    w.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
