@@ -266,3 +266,19 @@ def test_saved_weight_modified_in_place_is_caught() -> None:
     w.add_(1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_jacobians_and_hessians_batch_the_rules() -> None:
+    """jacrev/jacfwd/hessian hand the rules a batch of cotangents (one vectorized call)."""
+    x, w = RNG.standard_normal((1, 2, 5, 5)), RNG.standard_normal((2, 1, 3, 2))
+    np.testing.assert_allclose(tg.jacrev(lambda w: C.conv(x, w, **KW))(w), tg.jacfwd(lambda w: C.conv(x, w, **KW))(w),
+                               rtol=1e-12, atol=1e-12)
+    pk = {"kernel": (2, 2), "stride": (2, 2), "pad": ((0, 1), (0, 1)), "dilation": (1, 1)}
+
+    def f(x: Any) -> Any:
+        return tg.numpy.sum(C.pool_max(C.conv(x, w, **KW), **pk) ** 2)
+
+    h = tg.hessian(f)(x)
+    d = RNG.standard_normal(x.shape)
+    fd = (tg.grad(f)(x + 1e-6 * d) - tg.grad(f)(x - 1e-6 * d)) / 2e-6
+    np.testing.assert_allclose(np.tensordot(h, d, 4), fd, atol=1e-7)

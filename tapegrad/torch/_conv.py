@@ -36,6 +36,8 @@ import numpy as np
 import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.backend import array_module
+from tapegrad.primitive import REGISTRY, mark_batched
+from tapegrad.tracer import value
 
 __all__ = ["conv", "conv_t", "conv_w", "pool_argmax", "pool_max", "pool_max_t", "pool_take"]
 
@@ -145,6 +147,7 @@ def _pool_max_t(g: Any, x: Any, kernel: Ints, stride: Ints, pad: Pads, dilation:
 
 
 pool_argmax = _argmax  # (no gradient: plain arrays)
+_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
 conv = tg.primitive(_conv, "conv")
 conv_t = tg.primitive(_conv_t, "conv_t")
 conv_w = tg.primitive(_conv_w, "conv_w")
@@ -160,20 +163,43 @@ def _spatial(a: Any) -> Ints:
     return tuple(np.shape(a)[2:])
 
 
-tg.defvjp(conv, lambda ans, x, w, **kw: lambda g: conv_t(g, w, spatial=_spatial(x), **kw),
-          lambda ans, x, w, **kw: lambda g: conv_w(x, g, ksize=_spatial(w), **kw))
-tg.defvjp(conv_t, lambda ans, g, w, spatial, **kw: lambda h: conv(h, w, **kw),
-          lambda ans, g, w, spatial, **kw: lambda h: conv_w(h, g, ksize=_spatial(w), **kw))
-tg.defvjp(conv_w, lambda ans, x, g, ksize, **kw: lambda h: conv_t(g, h, spatial=_spatial(x), **kw),
-          lambda ans, x, g, ksize, **kw: lambda h: conv(x, h, **kw))
+def _rule(make: Any) -> Any:
+    """A VJP maker whose rule takes cotangents with leading batch axes (more
+    axes than the result's): those are mapped with ``tg.vmap``, which runs the
+    rule once on the whole batch through the batching rules below."""
+
+    def maker(ans: Any, *args: Any, **kw: Any) -> Any:
+        rule = make(ans, *args, **kw)
+        nd = np.ndim(ans)
+
+        def batched(g: Any) -> Any:
+            shape = tuple(np.shape(g))
+            if len(shape) == nd:
+                return rule(g)
+            lead = shape[:len(shape) - nd]
+            r = tg.vmap(rule)(tnp.reshape(g, (-1,) + shape[len(lead):]))
+            return tnp.reshape(r, lead + tuple(np.shape(r))[1:])
+
+        return batched
+
+    return maker
+
+
 def _places(ans: Any, a: Any, x: Any, **kw: Any) -> Any:
     """The gradient in ``x``, which only picks the places: 0 (away from ties)."""
-    return lambda g: tnp.zeros_like(x)
+    return lambda g: tnp.zeros(tuple(np.shape(g))[:np.ndim(g) - np.ndim(ans)] + tuple(np.shape(x)),
+                               dtype=np.result_type(value(x)))
 
 
-tg.defvjp(pool_max, lambda ans, x, **kw: lambda g: pool_max_t(g, x, **kw))
-tg.defvjp(pool_max_t, lambda ans, g, x, **kw: lambda h: pool_take(h, x, **kw), _places)
-tg.defvjp(pool_take, lambda ans, h, x, **kw: lambda g: pool_max_t(g, x, **kw), _places)
+tg.defvjp(conv, _rule(lambda ans, x, w, **kw: lambda g: conv_t(g, w, spatial=_spatial(x), **kw)),
+          _rule(lambda ans, x, w, **kw: lambda g: conv_w(x, g, ksize=_spatial(w), **kw)))
+tg.defvjp(conv_t, _rule(lambda ans, g, w, spatial, **kw: lambda h: conv(h, w, **kw)),
+          _rule(lambda ans, g, w, spatial, **kw: lambda h: conv_w(h, g, ksize=_spatial(w), **kw)))
+tg.defvjp(conv_w, _rule(lambda ans, x, g, ksize, **kw: lambda h: conv_t(g, h, spatial=_spatial(x), **kw)),
+          _rule(lambda ans, x, g, ksize, **kw: lambda h: conv(x, h, **kw)))
+tg.defvjp(pool_max, _rule(lambda ans, x, **kw: lambda g: pool_max_t(g, x, **kw)))
+tg.defvjp(pool_max_t, _rule(lambda ans, g, x, **kw: lambda h: pool_take(h, x, **kw)), _places)
+tg.defvjp(pool_take, _rule(lambda ans, h, x, **kw: lambda g: pool_max_t(g, x, **kw)), _places)
 
 
 # --- batching rules (vmap) ---------------------------------------------------------------------------
@@ -242,3 +268,4 @@ def _batch_pool2(prim: Any) -> Any:
 
 _batch_pool2(pool_max_t)
 _batch_pool2(pool_take)
+mark_batched(_OWN_FROM)  # every rule here takes leading batch axes (see _rule)
