@@ -459,6 +459,24 @@ ROWS: list[Row] = [
     row("F.dropout", lambda t, x: _F(t).dropout(x, 0.5, training=False) * 1, R(3, 4), "MulBackward0"),
     row("torch.broadcast_tensors", lambda t, x, y: t.broadcast_tensors(x, y)[0], (R(4), R(3, 1)),
         "ExpandBackward0"),
+    # convolutions and poolings (nn.functional_conv)
+    row("F.conv1d", lambda t, x, w, b: _F(t).conv1d(x, w, b, stride=2, padding=1), (R(2, 2, 7), R(3, 2, 3), R(3)),
+        "ConvolutionBackward0"),
+    row("F.conv2d", lambda t, x, w, b: _F(t).conv2d(x, w, b, padding=1), (R(2, 2, 5, 4), R(3, 2, 3, 2), R(3)),
+        "ConvolutionBackward0"),
+    row("F.conv2d/groups", lambda t, x, w: _F(t).conv2d(x, w, stride=(2, 1), dilation=(1, 2), groups=2),
+        (R(1, 4, 6, 6), R(4, 2, 2, 2)), "ConvolutionBackward0"),
+    row("F.conv_transpose1d", lambda t, x, w: _F(t).conv_transpose1d(x, w, stride=2, output_padding=1),
+        (R(2, 2, 4), R(2, 3, 3)), "ConvolutionBackward0"),
+    row("F.conv_transpose2d", lambda t, x, w, b: _F(t).conv_transpose2d(x, w, b, stride=2, padding=1, groups=2),
+        (R(1, 4, 3, 3), R(4, 1, 3, 3), R(2)), "ConvolutionBackward0"),
+    row("F.max_pool1d", lambda t, x: _F(t).max_pool1d(x, 3, 2, 1), R(2, 2, 7), "SqueezeBackward1"),
+    row("F.max_pool2d", lambda t, x: _F(t).max_pool2d(x, 2, ceil_mode=True), R(2, 2, 5, 5),
+        "MaxPool2DWithIndicesBackward0"),
+    row("F.avg_pool2d", lambda t, x: _F(t).avg_pool2d(x, 3, 2, 1, count_include_pad=False), R(2, 2, 5, 5),
+        "AvgPool2DBackward0"),
+    row("F.adaptive_avg_pool2d", lambda t, x: _F(t).adaptive_avg_pool2d(x, (2, 3)), R(2, 2, 5, 7),
+        "AdaptiveAvgPool2DBackward0"),
 ]
 
 # Known facade bugs, by row and by test (``name``: the grad_fn name, with and

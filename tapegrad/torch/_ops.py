@@ -325,6 +325,8 @@ SAVES: dict[str, str] = {
     "LeakyReluBackward0": "0", "LeakyReluBackward1": "out", "MishBackward0": "0", "MseLossBackward0": "0 1",
     "NativeBatchNormBackward0": "0 1", "NativeLayerNormBackward0": "0 1 2", "NllLossBackward0": "0", "SiluBackward0": "0",
     "SmoothL1LossBackward0": "0 1", "SoftplusBackward0": "0",
+    "ConvolutionBackward0": "0 1", "MaxPool2DWithIndicesBackward0": "0", "AvgPool2DBackward0": "0",
+    "AdaptiveAvgPool2DBackward0": "0",  # (nn.functional_conv)
 }
 
 # Methods the op modules hold that are no row: operators, helpers (installed as they are).

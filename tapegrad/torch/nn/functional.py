@@ -38,9 +38,21 @@ from tapegrad.torch._creation import _rng, broadcast_tensors
 from tapegrad.torch._graph import GT
 from tapegrad.torch._promote import _promote
 from tapegrad.torch._tensor import Tensor, _new, _rec, _rec1, _result
+from tapegrad.torch.nn.functional_conv import (
+    adaptive_avg_pool2d,
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    conv_transpose1d,
+    conv_transpose2d,
+    max_pool1d,
+    max_pool2d,
+)
 from tapegrad.tracer import Traced, value
 
 __all__ = [
+    "adaptive_avg_pool2d", "avg_pool2d", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
+    "max_pool1d", "max_pool2d",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_similarity", "cross_entropy",
     "dropout", "elu", "gelu", "hardtanh", "huber_loss", "l1_loss", "layer_norm", "leaky_relu", "linear",
     "log_softmax", "mish", "mse_loss", "nll_loss", "normalize", "one_hot", "relu", "sigmoid", "silu",

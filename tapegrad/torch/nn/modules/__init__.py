@@ -5,6 +5,8 @@
 - ``container``: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``
 - ``flatten``: ``Flatten``, ``Unflatten``
 - ``linear``: ``Identity``, ``Linear``
+- ``conv``: ``Conv1d``, ``Conv2d``, ``ConvTranspose1d``, ``ConvTranspose2d``
+- ``pooling``: ``MaxPool1d``, ``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d``
 - ``activation``: ``ReLU``, ``GELU``, ``Softmax`` ... (elementwise and softmax)
 - ``dropout``: ``Dropout``
 - ``normalization``: ``LayerNorm``; ``batchnorm``: ``BatchNorm1d``, ``BatchNorm2d``
@@ -41,6 +43,7 @@ from tapegrad.torch.nn.modules.container import (
     ParameterList,
     Sequential,
 )
+from tapegrad.torch.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from tapegrad.torch.nn.modules.dropout import Dropout
 from tapegrad.torch.nn.modules.flatten import Flatten, Unflatten
 from tapegrad.torch.nn.modules.linear import Identity, Linear
@@ -56,15 +59,18 @@ from tapegrad.torch.nn.modules.loss import (
 )
 from tapegrad.torch.nn.modules.module import Module
 from tapegrad.torch.nn.modules.normalization import LayerNorm
+from tapegrad.torch.nn.modules.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d
 from tapegrad.torch.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from tapegrad.torch.nn.modules.sparse import Embedding
 from tapegrad.torch.nn.modules.transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = [
-    "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "CrossEntropyLoss", "Dropout",
-    "ELU", "Embedding", "Flatten", "GELU", "GRU", "GRUCell", "Hardtanh", "HuberLoss", "Identity",
-    "L1Loss", "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss",
-    "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss", "ParameterDict",
-    "ParameterList", "RNN", "RNNCell", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss",
-    "Softmax", "Softplus", "Tanh", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten",
+    "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
+    "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "ELU",
+    "Embedding", "Flatten", "GELU", "GRU", "GRUCell", "Hardtanh", "HuberLoss", "Identity", "L1Loss",
+    "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d",
+    "MaxPool2d", "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss",
+    "ParameterDict", "ParameterList", "RNN", "RNNCell", "ReLU", "Sequential", "SiLU", "Sigmoid",
+    "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "TransformerEncoder", "TransformerEncoderLayer",
+    "Unflatten",
 ]
