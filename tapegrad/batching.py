@@ -242,6 +242,8 @@ def defbatch(prim_fn: Callable[..., Any], rule: BatchRule | None) -> None:
 
     ``rule(args, batched, size, **kwargs)`` gets the arguments with each
     batched one as its array, batch on axis 0 (``batched[i]`` says which),
+    the batch size third (positionally: a primitive with a keyword argument
+    named ``size`` names that parameter of its rule otherwise),
     and returns the result batched on axis 0, computed with tapegrad
     operations (one vectorized call, not a loop over the batch), or None for
     a case it does not cover (that case then loops over the batch).

@@ -525,3 +525,10 @@ def test_errors():
         tg.jit(lambda x: 1.0 if x > 0 else 0.0)(np.ones(3))
     with pytest.raises(TypeError, match="grad"):
         tg.jit(tg.grad(lambda x: x * 2.0))(np.ones(3))  # grad of a non-scalar output
+
+
+def test_facade_tensors_run_as_written():
+    import tapegrad.torch as torch
+
+    got = tg.jit(lambda a: (a * a).sum())(torch.ones(3))
+    assert type(got) is torch.Tensor and float(got) == 3.0

@@ -128,7 +128,7 @@ class Jitted:
         if _tape._stack.tapes:  # inside a transform (or another jit's trace): run as written
             return self.f(*args, **kwargs)
         leaves, how, key = self._split(args, kwargs)
-        if any(type(x) is Traced for x in leaves):  # facade values of a recording graph, say
+        if EAGER in key[1] or any(type(x) is Traced for x in leaves):  # (facade tensors, say)
             return self.f(*args, **kwargs)
         variants = self.cache.setdefault(key, [])
         for variant in variants:
@@ -205,11 +205,18 @@ def _own(x: Any, trace: JitTrace) -> Any:
     return x
 
 
+EAGER = ("eager",)  # the signature of a leaf jit does not compile for
+
+
 def _leaf_signature(x: Any) -> Hashable:
     """What the cache key holds of an argument leaf (None: not an array nor a number)."""
     if hasattr(x, "shape") and hasattr(x, "dtype"):  # (NumPy scalars and 0-d arrays alike)
         kind = np.ndarray if isinstance(x, (np.ndarray, np.generic)) else type(x)
-        return (kind, tuple(x.shape), np.dtype(x.dtype).str)
+        try:
+            dtype = np.dtype(x.dtype).str
+        except TypeError:  # an array type of its own (a tapegrad.torch tensor): f runs as written
+            return EAGER
+        return (kind, tuple(x.shape), dtype)
     if isinstance(x, (bool, int, float, complex)):
         return (type(x), (), None)
     return None
