@@ -29,17 +29,14 @@ import numpy as np
 
 from tapegrad.flatten import ravel_pytree
 from tapegrad.primitive import defvjp_argnum, primitive
+from tapegrad.scipy._lazy import scipy_module
 from tapegrad.tracer import Traced
 
 __all__ = ["odeint"]
 
 
 def _scipy_odeint() -> Any:
-    try:
-        import scipy.integrate
-    except ImportError as e:
-        raise ImportError("tapegrad.scipy.integrate.odeint needs SciPy: pip install scipy") from e
-    return scipy.integrate.odeint
+    return scipy_module("integrate", "tapegrad.scipy.integrate.odeint").odeint
 
 
 def _solve(y0: Any, t: Any, flat_args: Any, *, func: Callable[..., Any], unravel: Callable[[Any], Any],

@@ -47,17 +47,14 @@ from tapegrad.numpy import derived as d
 from tapegrad.numpy import linalg as tla
 from tapegrad.numpy import wrap as w
 from tapegrad.primitive import REGISTRY, defvjp, mark_batched, primitive
+from tapegrad.scipy._lazy import scipy_module
 from tapegrad.tracer import Traced, value
 
 __all__ = ["cholesky", "solve_sylvester", "solve_triangular", "sqrtm"]
 
 
 def _scipy_linalg(name: str) -> ModuleType:
-    try:
-        import scipy.linalg
-    except ImportError as e:
-        raise ImportError(f"tapegrad.scipy.linalg.{name} needs SciPy: pip install scipy") from e
-    return scipy.linalg
+    return scipy_module("linalg", f"tapegrad.scipy.linalg.{name}")
 
 
 def _T(x: Any) -> Any:

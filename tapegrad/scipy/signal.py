@@ -24,17 +24,15 @@ import numpy as np
 from tapegrad.batching import defbatch
 from tapegrad.numpy import wrap as w
 from tapegrad.primitive import defvjp, primitive
+from tapegrad.scipy._lazy import scipy_module
 from tapegrad.tracer import Traced, value
 
 __all__ = ["convolve"]
 
 
 def _convolve(in1: Any, in2: Any, mode: str = "full", method: str = "auto") -> Any:
-    try:
-        import scipy.signal
-    except ImportError as e:
-        raise ImportError("tapegrad.scipy.signal.convolve needs SciPy: pip install scipy") from e
-    return scipy.signal.convolve(in1, in2, mode=mode, method=method)
+    signal = scipy_module("signal", "tapegrad.scipy.signal.convolve")
+    return signal.convolve(in1, in2, mode=mode, method=method)
 
 
 convolve_p = primitive(_convolve, "convolve")

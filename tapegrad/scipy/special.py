@@ -51,6 +51,7 @@ from tapegrad.batching import defbatch, elementwise_rule, shift_axes
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.derived import logsumexp, stack, where
 from tapegrad.primitive import REGISTRY, defjvp, defvjp, mark_batched, nondifferentiable, primitive
+from tapegrad.scipy._lazy import scipy_module
 from tapegrad.tracer import Traced, value
 
 __all__ = ["beta", "betainc", "betaln", "digamma", "erf", "erfc", "erfcinv", "erfinv", "expit", "gamma",
@@ -59,11 +60,7 @@ __all__ = ["beta", "betainc", "betaln", "digamma", "erf", "erfc", "erfcinv", "er
 
 
 def _scipy_special(name: str) -> ModuleType:
-    try:
-        import scipy.special
-    except ImportError as e:
-        raise ImportError(f"tapegrad.scipy.special.{name} needs SciPy: pip install scipy") from e
-    return scipy.special
+    return scipy_module("special", f"tapegrad.scipy.special.{name}")
 
 
 def _erf(x: Any) -> Any:

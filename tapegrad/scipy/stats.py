@@ -38,6 +38,7 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad.batching import defbatch, elementwise_rule
 from tapegrad.primitive import REGISTRY, defvjp, mark_batched, primitive
+from tapegrad.scipy._lazy import scipy_module
 from tapegrad.scipy.special import (  # (their rules: the density in x)
     betainc,
     gammainc,
@@ -54,11 +55,7 @@ _SQRT_2PI = math.sqrt(2 * math.pi)
 
 
 def _sc(name: str) -> ModuleType:
-    try:
-        import scipy.special
-    except ImportError as e:
-        raise ImportError(f"tapegrad.scipy.stats.{name} needs SciPy: pip install scipy") from e
-    return scipy.special
+    return scipy_module("special", f"tapegrad.scipy.stats.{name}")
 
 
 # --- primitives: SciPy's distribution functions, their derivatives in the value ------------------
