@@ -190,6 +190,16 @@ class Optimizer:
         self.__dict__.update(state)
 
 
+def check_nonnegative(**values: float) -> None:
+    """PyTorch's checks of hyperparameters that must be >= 0, with its messages
+    (``lr`` is the "learning rate", ``eps`` the "epsilon value", any other
+    ``name`` the "name value")."""
+    for name, v in values.items():
+        if not 0.0 <= v:
+            what = {"lr": "learning rate", "eps": "epsilon value"}.get(name, f"{name} value")
+            raise ValueError(f"Invalid {what}: {v}")
+
+
 def check_unsupported(name: str, **flags: Any) -> None:
     """Refuse PyTorch options that have no meaning here (``differentiable``, ``fused`` ...)."""
     for k, v in flags.items():
