@@ -32,6 +32,7 @@ import numpy as np
 from typing_extensions import Self
 
 from tapegrad import tape as _tape
+from tapegrad.axes import normalize_axis
 from tapegrad.tracer import Traced, value
 
 BatchRule = Callable[..., Any]
@@ -223,9 +224,7 @@ def elementwise_rule(fn: Callable[..., Any]) -> BatchRule:
 def shift_axis(axis: int, nd: int) -> int:
     """Per-example axis ``axis`` (of ``nd`` axes, may be negative) as an axis
     of the batched array (batch on axis 0)."""
-    if not -nd <= axis < max(nd, 1):
-        raise np.exceptions.AxisError(axis, nd)
-    return (axis % nd if nd else 0) + 1
+    return normalize_axis(axis, nd) + 1
 
 
 def shift_axes(axis: Any, nd: int) -> Any:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.axes import normalize_axes, normalize_axis
 from tapegrad.backend import array_module
 from tapegrad.primitive import (
     REGISTRY,
@@ -32,27 +33,10 @@ from tapegrad.primitive import (
 )
 from tapegrad.tracer import Traced, value
 
-__all__ = ["broadcast_to", "sum_to"]
+__all__ = ["broadcast_to", "normalize_axes", "normalize_axis", "sum_to"]
 
 
 # --- axes ------------------------------------------------------------------------------------
-def normalize_axis(axis: int, ndim: int) -> int:
-    """``axis`` as a non-negative index into ``ndim`` axes (NumPy's AxisError when out of range)."""
-    if not -ndim <= axis < builtins.max(ndim, 1):
-        raise np.exceptions.AxisError(axis, ndim)
-    return axis % ndim if ndim else 0
-
-
-def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
-    """``axis`` (None for every axis, an int, or a tuple or list of them) as a
-    tuple of non-negative indices into ``ndim`` axes."""
-    if axis is None:
-        return tuple(range(ndim))
-    if isinstance(axis, (tuple, list)):
-        return tuple(normalize_axis(a, ndim) for a in axis)
-    return (normalize_axis(axis, ndim),)
-
-
 def reduction_size(shape: tuple[int, ...], axis: Any) -> int:
     """How many elements a reduction over ``axis`` of an array of ``shape`` combines into each result."""
     return math.prod(shape[a] for a in normalize_axes(axis, len(shape)))

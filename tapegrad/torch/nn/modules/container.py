@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections import OrderedDict, abc
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import chain
 from typing import Any
 
@@ -351,16 +351,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        lines = []
-        for k, p in enumerate(self):
-            if isinstance(p, Tensor):
-                size = "x".join(str(s) for s in p.size())
-                dev = f" ({p.device})" if p.device.type == "cuda" else ""
-                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-                lines.append(f"  ({k}): {kind} containing: [{p.dtype} of size {size}{dev}]")
-            else:
-                lines.append(f"  ({k}): Object of type: {type(p).__name__}")
-        return "\n".join(lines)
+        return _entries_repr(enumerate(self), lambda p: p.dtype)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("ParameterList should not be called.")
@@ -476,16 +467,7 @@ class ParameterDict(Module):
                 self[pair[0]] = pair[1]
 
     def extra_repr(self) -> str:
-        lines = []
-        for k, p in self.items():
-            if isinstance(p, Tensor):
-                size = "x".join(str(s) for s in p.size())
-                dev = f" ({p.device})" if p.device.type == "cuda" else ""
-                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-                lines.append(f"  ({k}): {kind} containing: [{p.type()} of size {size}{dev}]")
-            else:
-                lines.append(f"  ({k}): Object of type: {type(p).__name__}")
-        return "\n".join(lines)
+        return _entries_repr(self.items(), lambda p: p.type())  # (PyTorch names the type here)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("ParameterDict should not be called.")
@@ -503,3 +485,18 @@ class ParameterDict(Module):
     def __ior__(self, other: ParameterDict) -> Self:
         self.update(other)
         return self
+
+
+def _entries_repr(items: Any, type_of: Callable[[Any], Any]) -> str:
+    """The lines ParameterList and ParameterDict print: one per entry (its key,
+    what it holds, the type ``type_of`` gives, its size)."""
+    lines = []
+    for k, p in items:
+        if isinstance(p, Tensor):
+            size = "x".join(str(s) for s in p.size())
+            dev = f" ({p.device})" if p.device.type == "cuda" else ""
+            kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+            lines.append(f"  ({k}): {kind} containing: [{type_of(p)} of size {size}{dev}]")
+        else:
+            lines.append(f"  ({k}): Object of type: {type(p).__name__}")
+    return "\n".join(lines)
