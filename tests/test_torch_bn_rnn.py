@@ -427,3 +427,58 @@ def test_transformer_encoder_stack(real_torch: Any) -> None:
     (ym * ym).sum().backward()
     (yt * yt).sum().backward()
     _close(xm.grad, xt.grad)
+
+
+@pytest.mark.parametrize("cfg", [dict(), dict(batch_first=True, norm_first=True, activation="gelu")])
+def test_transformer_matches_pytorch(cfg: dict, real_torch: Any) -> None:
+    """The whole encoder-decoder: structure, masks, outputs and every gradient."""
+    real = real_torch
+    torch.manual_seed(5)
+    kw = dict(d_model=6, nhead=2, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=10, dropout=0.0)
+    with pytest.warns(UserWarning, match="enable_nested_tensor is True") as w_mine:
+        mine = nn.Transformer(**kw, **cfg).double()
+    with pytest.warns(UserWarning, match="enable_nested_tensor is True") as w_theirs:
+        theirs = real.nn.Transformer(**kw, **cfg).double()
+    assert [str(w.message) for w in w_mine] == [str(w.message) for w in w_theirs]
+    assert [n for n, _ in mine.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert norm(mine) == norm(theirs)
+    _copy(mine, theirs, real)
+    rng = np.random.default_rng(6)
+    s_len, t_len, n = 5, 4, 3
+    src_shape, tgt_shape = ((n, s_len, 6), (n, t_len, 6)) if cfg.get("batch_first") else ((s_len, n, 6), (t_len, n, 6))
+    sv, tv = rng.normal(size=src_shape), rng.normal(size=tgt_shape)
+    pad = np.zeros((n, s_len), bool)
+    pad[0, -1] = True
+    mask_m = nn.Transformer.generate_square_subsequent_mask(t_len, dtype=torch.float64)
+    mask_t = real.nn.Transformer.generate_square_subsequent_mask(t_len, dtype=real.float64)
+    ins_m = [torch.tensor(a, requires_grad=True) for a in (sv, tv)]
+    ins_t = [real.tensor(a, requires_grad=True) for a in (sv, tv)]
+    ym = mine(*ins_m, tgt_mask=mask_m, src_key_padding_mask=torch.tensor(pad),
+              memory_key_padding_mask=torch.tensor(pad))
+    yt = theirs(*ins_t, tgt_mask=mask_t, src_key_padding_mask=real.tensor(pad),
+                memory_key_padding_mask=real.tensor(pad))
+    _close(ym, yt)
+    gv = rng.normal(size=tgt_shape)
+    (ym * torch.tensor(gv)).sum().backward()
+    (yt * real.tensor(gv)).sum().backward()
+    for a, b in zip(ins_m, ins_t):
+        _close(a.grad, b.grad)
+    for (_, p), (_, q) in zip(mine.named_parameters(), theirs.named_parameters()):
+        _close(p.grad, q.grad)
+
+
+def test_transformer_mask_and_checks() -> None:
+    assert str(nn.Transformer.generate_square_subsequent_mask(3)) == (
+        "tensor([[0., -inf, -inf],\n        [0., 0., -inf],\n        [0., 0., 0.]])")
+    with pytest.warns(UserWarning, match="batch_first was not True"):
+        model = nn.Transformer(d_model=4, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=8)
+    for p in model.parameters():  # (every matrix is Xavier-uniform: bounded by sqrt(6 / (fan_in + fan_out)))
+        if p.dim() > 1:
+            assert float(p.abs().max()) <= (6 / (p.shape[0] + p.shape[1])) ** 0.5
+    with pytest.raises(RuntimeError, match="the batch number of src and tgt must be equal"):
+        model(torch.randn(5, 2, 4), torch.randn(3, 3, 4))
+    with pytest.raises(RuntimeError, match="the feature number of src and tgt must be equal to d_model"):
+        model(torch.randn(5, 2, 4), torch.randn(3, 2, 5))
+    model.eval()
+    out = model(torch.randn(5, 2, 4), torch.randn(3, 2, 4))
+    assert out.shape == (3, 2, 4) and out.grad_fn is not None

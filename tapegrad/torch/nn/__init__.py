@@ -62,6 +62,9 @@ from tapegrad.torch.nn.modules import (
     Softmax,
     Softplus,
     Tanh,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
     TransformerEncoder,
     TransformerEncoderLayer,
     Unflatten,
@@ -75,6 +78,7 @@ __all__ = [
     "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d",
     "MaxPool2d", "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss",
     "Parameter", "ParameterDict", "ParameterList", "RNN", "RNNCell", "ReLU", "Sequential", "SiLU",
-    "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "TransformerEncoder",
+    "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Transformer", "TransformerDecoder", "TransformerDecoderLayer",
+    "TransformerEncoder",
     "TransformerEncoderLayer", "Unflatten", "functional", "init", "utils",
 ]

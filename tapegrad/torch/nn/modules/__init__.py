@@ -12,7 +12,7 @@
 - ``normalization``: ``LayerNorm``; ``batchnorm``: ``BatchNorm1d``, ``BatchNorm2d``
 - ``sparse``: ``Embedding``
 - ``rnn``: ``RNN``, ``LSTM``, ``GRU`` and their cells
-- ``transformer``: ``TransformerEncoderLayer``, ``TransformerEncoder`` (``activation``
+- ``transformer``: ``TransformerEncoderLayer``, ``TransformerEncoder``, their decoder twins, ``Transformer`` (``activation``
   holds ``MultiheadAttention``, as in PyTorch)
 - ``loss``: ``MSELoss``, ``CrossEntropyLoss``, ``BCELoss`` ...
 
@@ -62,7 +62,13 @@ from tapegrad.torch.nn.modules.normalization import LayerNorm
 from tapegrad.torch.nn.modules.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d
 from tapegrad.torch.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from tapegrad.torch.nn.modules.sparse import Embedding
-from tapegrad.torch.nn.modules.transformer import TransformerEncoder, TransformerEncoderLayer
+from tapegrad.torch.nn.modules.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
@@ -71,6 +77,7 @@ __all__ = [
     "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d",
     "MaxPool2d", "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss",
     "ParameterDict", "ParameterList", "RNN", "RNNCell", "ReLU", "Sequential", "SiLU", "Sigmoid",
-    "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "TransformerEncoder", "TransformerEncoderLayer",
+    "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Transformer", "TransformerDecoder",
+    "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
     "Unflatten",
 ]
