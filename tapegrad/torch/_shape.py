@@ -82,6 +82,17 @@ CROSS_NO_DIM = (
 )
 
 
+def _fresh(t: Tensor) -> Tensor:
+    """``t`` with its own row-major memory, as the PyTorch ops that copy (``flip``) leave it
+    (NumPy's versions return views with negative strides; ``view`` must then work)."""
+    holder: Any = t
+    while type(holder._value) is Traced:  # (the array inside every level's traced value)
+        holder = holder._value
+    if hasattr(holder._value, "strides") and not _contiguous(holder._value):  # (not a vmap's Aval)
+        holder._value = holder._value.copy()
+    return t
+
+
 class ShapeOps(_Base):
     """The methods this module adds to ``Tensor`` (installed by ``_ops.py``)."""
 
@@ -192,8 +203,46 @@ class ShapeOps(_Base):
     def repeat(self, *sizes: Any) -> Tensor:
         return _result(tnp.tile(self._value, _shape_arg(sizes)), "RepeatBackward0", (self,))
 
-    def flip(self, *dims: Any) -> Tensor:
-        return _result(tnp.flip(self._value, _shape_arg(dims)), "FlipBackward0", (self,))
+    def flip(self, *dims: Any, **kwargs: Any) -> Tensor:
+        """Reverse the order along ``dims`` (``t.flip(0, 1)``, ``t.flip([0, 1])`` or ``dims=[0, 1]``)."""
+        if kwargs:
+            if dims or set(kwargs) != {"dims"}:
+                raise TypeError(f"flip() received an invalid combination of arguments: {(*dims, *kwargs)}")
+            dims = (kwargs["dims"],)
+        return _fresh(_result(tnp.flip(self._value, _shape_arg(dims)), "FlipBackward0", (self,)))
+
+    def fliplr(self) -> Tensor:
+        """Reverse the columns (dim 1) of a tensor of at least 2 dims."""
+        if self.dim() < 2:
+            raise RuntimeError("Input must be >= 2-d.")
+        return self.flip(1)
+
+    def flipud(self) -> Tensor:
+        """Reverse the rows (dim 0) of a tensor of at least 1 dim."""
+        if self.dim() < 1:
+            raise RuntimeError("Input must be >= 1-d.")
+        return self.flip(0)
+
+    def rot90(self, k: builtins.int = 1, dims: Sequence[builtins.int] = (0, 1)) -> Tensor:
+        """Rotate by 90 degrees ``k`` times in the plane of ``dims``, from the first
+        towards the second (a flip, then for odd ``k`` a transpose view, as PyTorch's)."""
+        dims = tuple(dims)
+        n = self.dim()
+        if len(dims) != 2:
+            raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+        if n < 2:
+            raise RuntimeError(f"expected total dims >= 2, but got total dims = {n}")
+        d0, d1 = (_dim(d, n) for d in dims)
+        if d0 == d1:
+            raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+        k %= 4
+        if k == 0:
+            r = tnp.copy(self._value)
+        elif k == 2:
+            r = self.flip((d0, d1))._value
+        else:
+            r = tnp.swapaxes(self.flip(d1 if k == 1 else d0)._value, d0, d1)
+        return _result(r, "Rot90Backward0", (self,))
 
     def roll(self, shifts: Any, dims: Any = None) -> Tensor:
         return _result(tnp.roll(self._value, shifts, dims), "RollBackward0", (self,))
