@@ -1,15 +1,15 @@
 """Batching: the level ``vmap`` pushes, its batched values and the batching rules.
 
-A *batched value* is a :class:`~tapegrad.tracer.Traced` whose tape is a
-:class:`BatchTrace`: a level on the same stack as the differentiation tapes,
+A *batched value* is a ``Traced`` whose tape is a
+``BatchTrace``: a level on the same stack as the differentiation tapes,
 so that ``vmap`` nests with ``grad`` and friends in either order, by level.
 Its array (``_node``) carries the batch as axis 0; its ``_value`` is a second
-traced value of the same level around an :class:`Aval`, the per-example shape
+traced value of the same level around an ``Aval``, the per-example shape
 and dtype that ``.shape``, ``.ndim``, ``.dtype``, ``len()`` report. (That
 inner traced value sends every fast path of the engine, which runs a
 primitive straight on a traced value's ``_value`` when that is not itself
 traced, to its general path, which finds the highest level among the
-arguments; when that is a batch level, its :meth:`BatchTrace.apply` runs the
+arguments; when that is a batch level, its ``BatchTrace.apply`` runs the
 primitive's batching rule. Plain arrays and the tapes' hot paths pay nothing
 for it.)
 
@@ -19,7 +19,7 @@ axis 0), ``batched`` says which those are, ``size`` is the batch size; it
 returns the batched result (batch on axis 0), computed with tapegrad
 primitives, so that tapes below the batch level record it, or None for a
 case it does not cover. A primitive with no rule (or a case its rule does
-not cover) is mapped by a loop over the batch (:func:`loop_rule`).
+not cover) is mapped by a loop over the batch (``loop_rule``).
 """
 
 from __future__ import annotations
@@ -247,7 +247,7 @@ def defbatch(prim_fn: Callable[..., Any], rule: BatchRule | None) -> None:
     operations (one vectorized call, not a loop over the batch), or None for
     a case it does not cover (that case then loops over the batch).
 
-    Example:
+    Examples:
         >>> tg.defbatch(my_prim, lambda args, batched, size: my_prim(*args))  # takes leading axes
     """
     prim = getattr(prim_fn, "primitive", None)

@@ -109,7 +109,7 @@ class debug_nans:
     switch (``tg.debug_nans(True)`` ... ``tg.debug_nans(False)``). NaNs
     that come in through the inputs are not blamed on the op.
 
-    Example:
+    Examples:
         >>> with tg.debug_nans():
         ...     tg.grad(lambda x: tnp.sum(tnp.sqrt(x - 1)))(np.array([0.5]))
         Traceback (most recent call last):

@@ -31,13 +31,13 @@ def ravel_pytree(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
     """Flatten a pytree of arrays into one 1-D array.
 
     Returns ``(flat, unravel)``: ``flat`` holds every leaf raveled, in the
-    order of :func:`tapegrad.tree_flatten`, concatenated; its dtype is the
+    order of ``tapegrad.tree_flatten``, concatenated; its dtype is the
     result type of the leaves' dtypes (float64 when there are no leaves).
     ``unravel(flat)`` rebuilds a pytree of the same structure, each leaf with
     its original shape and dtype (a 1-D array of the wrong length raises
     ``ValueError``).
 
-    Example:
+    Examples:
         >>> flat, unravel = tg.ravel_pytree({"w": np.ones((2, 2)), "b": np.zeros(3)})
         >>> flat.shape
         (7,)

@@ -2,7 +2,7 @@
 
 Its entries keep their parents (no list), so a graph lives exactly as long as
 the values that reach it; replays collect the entries reachable from their
-roots (:func:`reachable`) and run :func:`tapegrad.tape.backprop` over them.
+roots (``reachable``) and run ``tapegrad.tape.backprop`` over them.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ class GraphTape(threading.local):
     It sits at level 0, below every functional tape, and records while its
     per-thread switch is on (grad mode). It keeps no list: each node holds
     its parents, so a graph lives exactly as long as the values that reach
-    it, and replays walk it with :func:`reachable`. Its residuals are kept
+    it, and replays walk it with ``reachable``. Its residuals are kept
     *traced* (not their values): a replay with recording switched on is itself
     recorded, which is how ``create_graph=True`` differentiates a backward
     pass; with recording off, traced residuals read as plain values.
@@ -43,9 +43,9 @@ class GraphTape(threading.local):
 
     def record(self, prim: Any, ans: Any, args: Sequence[Any], raw: Sequence[Any], kwargs: dict[str, Any],
                argnums: Sequence[int], vjps: Any = None) -> Traced:
-        """:meth:`Tape.record` for a graph owned by its values: the entry's
+        """``Tape.record`` for a graph owned by its values: the entry's
         rules close over the *traced* arguments and output (not their values),
-        so a replay can itself be recorded (see :meth:`rules`)."""
+        so a replay can itself be recorded (see ``rules``)."""
         res = None
         if vjps is None:
             out, vjps, res = self.rules(prim, ans, args, kwargs, argnums)
@@ -66,7 +66,7 @@ class GraphTape(threading.local):
         Rules that keep the output get a twin of it with no node instead: the
         output itself would make a cycle (output -> entry -> rule -> output)
         that only the cyclic collector frees, so a graph no backward pass
-        consumed would outlive its tensors. :func:`connect_residuals` gives
+        consumed would outlive its tensors. ``connect_residuals`` gives
         the twins their entries while a replay that records (``create_graph``)
         runs."""
         out = _new_obj(Traced)  # (field by field: the class call costs as much as the stores)
@@ -151,9 +151,9 @@ FRESH_REFS = _probe_fresh_refs()
 
 def connect_residuals(entries: Iterable[Entry]) -> list[Traced]:
     """Give the output twins that rules of graph-tape ``entries`` keep (see
-    :meth:`GraphTape.record`) their entries, so that a replay recorded on the
+    ``GraphTape.record``) their entries, so that a replay recorded on the
     graph tape (``create_graph``) differentiates through them. Returns the
-    twins: :func:`disconnect_residuals` takes their entries back once the
+    twins: ``disconnect_residuals`` takes their entries back once the
     replay is recorded (what it recorded keeps the entries as parents), for
     an entry whose rules keep its own twin would otherwise be a cycle."""
     twins = []
@@ -168,6 +168,6 @@ def connect_residuals(entries: Iterable[Entry]) -> list[Traced]:
 
 
 def disconnect_residuals(twins: list[Traced]) -> None:
-    """Undo :func:`connect_residuals` (see there)."""
+    """Undo ``connect_residuals`` (see there)."""
     for res in twins:
         res._node = None

@@ -1,6 +1,6 @@
 """Optimizers over pytrees of arrays: the functional counterpart of ``torch.optim``.
 
-Each factory returns an :class:`Optimizer`, a pair of pure functions::
+Each factory returns an ``Optimizer``, a pair of pure functions:
 
     opt = tg.optimizers.adam(1e-3)
     state = opt.init(params)                               # once
@@ -53,14 +53,14 @@ class Optimizer(NamedTuple):
 
 
 class SGDState(NamedTuple):
-    """State of :func:`sgd`: the step count and the momentum buffers (``None`` without momentum)."""
+    """State of ``sgd``: the step count and the momentum buffers (``None`` without momentum)."""
 
     step: Any
     momentum_buffer: Any
 
 
 class AdamState(NamedTuple):
-    """State of :func:`adam`: the step count and the first and second moment estimates."""
+    """State of ``adam``: the step count and the first and second moment estimates."""
 
     step: Any
     exp_avg: Any
@@ -68,7 +68,7 @@ class AdamState(NamedTuple):
 
 
 class RMSpropState(NamedTuple):
-    """State of :func:`rmsprop`: the step count, the running average of the squared gradient,
+    """State of ``rmsprop``: the step count, the running average of the squared gradient,
     the momentum buffers (``None`` without momentum) and the running average of the gradient
     (``None`` unless ``centered``)."""
 
@@ -210,9 +210,9 @@ def sgd(learning_rate: Any, momentum: Any = 0.0, dampening: Any = 0.0, weight_de
         nesterov: Nesterov momentum (needs ``momentum > 0``, ``dampening == 0``).
 
     Returns:
-        An :class:`Optimizer`; its state is an :class:`SGDState`.
+        An ``Optimizer``; its state is an ``SGDState``.
 
-    Example:
+    Examples:
         >>> opt = tg.optimizers.sgd(0.1, momentum=0.9)
         >>> params = {"w": np.array([1.0, 2.0])}
         >>> state = opt.init(params)
@@ -267,7 +267,7 @@ def adam(learning_rate: Any = 1e-3, b1: Any = 0.9, b2: Any = 0.999, eps: Any = 1
     """Adam, as ``torch.optim.Adam`` (``betas=(b1, b2)``, no AMSGrad).
 
     With ``g`` the gradient plus ``weight_decay * p`` (L2, not AdamW's
-    decoupled decay) and ``t`` the step number (1 on the first update)::
+    decoupled decay) and ``t`` the step number (1 on the first update):
 
         m = b1 * m + (1 - b1) * g
         v = b2 * v + (1 - b2) * g**2
@@ -285,9 +285,9 @@ def adam(learning_rate: Any = 1e-3, b1: Any = 0.9, b2: Any = 0.999, eps: Any = 1
         weight_decay: L2 penalty, added to the gradient.
 
     Returns:
-        An :class:`Optimizer`; its state is an :class:`AdamState`.
+        An ``Optimizer``; its state is an ``AdamState``.
 
-    Example:
+    Examples:
         >>> opt = tg.optimizers.adam(0.1)
         >>> params = (np.array([1.0, -2.0], dtype=np.float32), None)
         >>> state = opt.init(params)
@@ -338,7 +338,7 @@ def rmsprop(learning_rate: Any = 1e-2, alpha: Any = 0.99, eps: Any = 1e-8, momen
             centered: bool = False, weight_decay: Any = 0.0) -> Optimizer:
     """RMSprop, as ``torch.optim.RMSprop``.
 
-    With ``g`` the gradient plus ``weight_decay * p``::
+    With ``g`` the gradient plus ``weight_decay * p``:
 
         v = alpha * v + (1 - alpha) * g**2
         a = alpha * a + (1 - alpha) * g                  # centered only
@@ -359,9 +359,9 @@ def rmsprop(learning_rate: Any = 1e-2, alpha: Any = 0.99, eps: Any = 1e-8, momen
         weight_decay: L2 penalty, added to the gradient.
 
     Returns:
-        An :class:`Optimizer`; its state is an :class:`RMSpropState`.
+        An ``Optimizer``; its state is an ``RMSpropState``.
 
-    Example:
+    Examples:
         >>> opt = tg.optimizers.rmsprop(0.01)
         >>> params = [np.array([3.0]), 1.0]
         >>> state = opt.init(params)

@@ -5,7 +5,7 @@ it *is* that function (one loop over the arguments, no recording). Called with
 traced arguments it unboxes those of the highest active tape, calls itself on
 the unboxed values (so lower tapes record too), and hands the answer to that
 tape's ``record``, the one place that builds entries (see
-:meth:`tapegrad.tape.Tape.record`).
+``tapegrad.tape.Tape.record``).
 """
 
 from __future__ import annotations
@@ -83,9 +83,9 @@ def _undefined_vjp(name: str, argnum: int, ans: Any, *args: Any, **kwargs: Any) 
 def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[..., Any]:
     """Make ``fun`` (a function on plain arrays) a differentiable primitive.
 
-    Give it rules with :func:`defvjp` (and optionally :func:`defjvp`).
+    Give it rules with ``defvjp`` (and optionally ``defjvp``).
 
-    Example:
+    Examples:
         >>> @tg.primitive
         ... def logsin(x):
         ...     return np.log(np.sin(x))
@@ -291,7 +291,7 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
     The hot case, a value of one tape and a constant (``x * 1.0001``), goes
     straight to the tape's ``record``; everything else through ``_apply2``.
     With a Python float, the rule is looked up in a cache first (see
-    :func:`keep_scalar_rule`): a loop adding the same constant makes no
+    ``keep_scalar_rule``): a loop adding the same constant makes no
     closure per op. Rules and functions are looked up at call time
     (debug_nans swaps them)."""
     prim = _lookup(prim_fn)
@@ -438,7 +438,7 @@ def defvjp(prim_fn: Callable[..., Any], *makers: VjpMaker | None, argnums: Any =
 
 def defvjp_argnum(prim_fn: Callable[..., Any], maker: Callable[..., Any], batched: bool | None = None) -> None:
     """Define all VJPs of a primitive with one ``(argnum, ans, *args, **kw)`` maker
-    (``batched`` as for :func:`defvjp`)."""
+    (``batched`` as for ``defvjp``)."""
     prim = _lookup(prim_fn)
     prim.vjp_argnum = maker
     if batched is not None:
@@ -470,7 +470,7 @@ def defjvp(prim_fn: Callable[..., Any], *makers: VjpMaker | None, argnums: Any =
 
 def defjvp_argnum(prim_fn: Callable[..., Any], maker: Callable[..., Any], batched: bool | None = None) -> None:
     """Define all JVPs of a primitive with one ``(argnum, ans, *args, **kw)`` maker
-    (``batched`` as for :func:`defjvp`)."""
+    (``batched`` as for ``defjvp``)."""
     prim = _lookup(prim_fn)
     prim.jvp_argnum = maker
     if batched is not None:

@@ -1,6 +1,6 @@
 """The Wengert tape: entries, the recording stack (levels) and the reverse replay.
 
-Every recorded operation becomes an :class:`Entry` with an index drawn from one
+Every recorded operation becomes an ``Entry`` with an index drawn from one
 global counter, so index order is a topological order. The reverse pass walks
 entries by descending index, never recursing and never sorting the tape.
 """
@@ -40,7 +40,7 @@ class Entry:
     inputs) and one staged VJP closure per parent (the residuals). Most
     entries have one parent: ``parents`` and ``vjps`` are then that entry
     and that closure themselves (no tuple to build per op), else tuples of
-    them in the same order (see :func:`parents_of`, :func:`rules_of`).
+    them in the same order (see ``parents_of``, ``rules_of``).
     """
 
     # ``res``: on a graph tape, the output as its rules keep it, when they
@@ -136,7 +136,13 @@ _stack = _Stack()
 class Tape:
     """An explicit Wengert tape (a context manager).
 
-    Example:
+    ``tape.watch(x)`` starts tracing ``x`` and ``tape.gradient(y, x)``
+    replays the tape backwards. ``len(tape)`` is its number of entries;
+    iterating over it yields the entries (each with ``.primitive``,
+    ``.inputs`` and ``.outputs``); ``str(tape)`` is the Wengert list, one
+    line per entry, and ``tape.to_dot()`` the same graph for Graphviz.
+
+    Examples:
         >>> with tg.Tape() as tape:
         ...     x = tape.watch(np.array([1.0, 2.0]))
         ...     y = tnp.sum(tnp.sin(x) * x)
@@ -144,7 +150,7 @@ class Tape:
         array([1.38177329, 0.07700375])
 
     Args:
-        persistent: allow :meth:`gradient` to be called more than once.
+        persistent: allow ``gradient`` to be called more than once.
     """
 
     applies = False  # (a vmap or jit level runs primitives itself: see tapegrad.batching)
@@ -168,7 +174,7 @@ class Tape:
         the same with this tape's values unboxed, ``argnums`` the positions of
         this tape's values among them (the entry's parents, in order). Given
         ``vjps`` (one parent's rule, from an operator's cache: see
-        :func:`tapegrad.primitive.keep_scalar_rule`), no rule is made.
+        ``tapegrad.primitive.keep_scalar_rule``), no rule is made.
 
         The one place where entries are built: every op (the primitives'
         fast paths for one and two operands included), custom rules and
@@ -320,7 +326,7 @@ class Tape:
         """Push ``seeds`` (node index -> cotangent) back to ``sources``.
 
         Returns one cotangent per source (zeros where none arrives).
-        ``batched``: the seeds carry leading batch axes (see :func:`backprop`).
+        ``batched``: the seeds carry leading batch axes (see ``backprop``).
         """
         was_active = self.active
         self.active = False  # this tape's own values are constants to the replay
@@ -412,7 +418,7 @@ def _describe(n: Entry) -> str:
 
 def pack_rules(items: list[Any]) -> Any:
     """An entry's ``parents`` or ``vjps`` from a list, one per parent: the
-    item itself when there is one, else a tuple (see :class:`Entry`)."""
+    item itself when there is one, else a tuple (see ``Entry``)."""
     return items[0] if len(items) == 1 else tuple(items)
 
 
@@ -587,7 +593,7 @@ def _walk_entries(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,
 
 
 def _one_at_a_time(vjps: Any, g: Any, e: Entry) -> Any:
-    """The rule(s) ``vjps`` of entry ``e`` (see :class:`Entry`), rules for one
+    """The rule(s) ``vjps`` of entry ``e`` (see ``Entry``), rules for one
     cotangent at a time, made to take ``g`` and its leading batch axes by
     ``map_batch`` (as they are when ``g`` has none)."""
     nb = g.ndim - len(e.shape)

@@ -1,6 +1,6 @@
 """The traced value: a primal array plus its place on a tape.
 
-Operators and array methods are installed by :mod:`tapegrad.numpy` (they call
+Operators and array methods are installed by ``tapegrad.numpy`` (they call
 its primitives); this module holds what every traced value needs regardless of
 the op set: attribute access, conversion guards and the NumPy protocol hooks.
 """
@@ -154,7 +154,7 @@ def value(x: Any) -> Any:
     nesting); anything else is returned unchanged. Inside ``vmap``, a batched
     value stays batched (its value differs per example).
 
-    Example:
+    Examples:
         >>> tg.grad(lambda x: x * tg.value(x))(3.0)   # value() is a constant
         3.0
     """

@@ -1,4 +1,5 @@
-"""Smoke tests: every example runs with --small, and the docs build with --strict."""
+"""Smoke tests: every example runs with --small, and the docs pages' samples print what they show
+(the site build with --strict: tests/test_docs.py)."""
 
 from __future__ import annotations
 
@@ -183,22 +184,6 @@ def test_examples_have_docstrings():
     for path in EXAMPLES.glob("*.py"):
         text = path.read_text()
         assert text.lstrip().startswith('"""'), f"{path.name} has no module docstring"
-
-
-def test_mkdocs_build_strict(tmp_path):
-    pytest.importorskip("mkdocs")
-    pytest.importorskip("material")
-    pytest.importorskip("mkdocstrings")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(ROOT / "mkdocs.yml"),
-         "-d", str(tmp_path / "site")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (tmp_path / "site" / "index.html").exists()
-    assert (tmp_path / "site" / "api" / "index.html").exists()
 
 
 DOC_PAGES = ["index.md", "tutorial.md", "coming-from.md", "extending.md", "architecture.md", "jit.md"]

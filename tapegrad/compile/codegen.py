@@ -4,7 +4,7 @@ One line per instruction, ``v<n> = name(args)``, calling the primitive's own
 NumPy (or CuPy) function: no tape, no traced values, no dispatch. Constants
 that read well (numbers, strings, tuples of them, None) are written in the
 line; arrays and other objects are names bound in the function's globals
-(``c<k>``). A guard is one ``if`` that raises :class:`GuardFailed`.
+(``c<k>``). A guard is one ``if`` that raises ``GuardFailed``.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class _Names:
 def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[Any],
              name: str = "compiled", plan: Plan | None = None) -> tuple[str, dict[str, Any]]:
     """Return ``(source, globals)`` of a function of the inputs returning the
-    list of outputs (each a :class:`Var` or a constant, copied if an array:
+    list of outputs (each a ``Var`` or a constant, copied if an array:
     the caller owns what it gets). With a buffer ``plan``, the planned
     instructions write into the program's own buffers (``out=b<k>``), which
     each thread gets once and keeps."""

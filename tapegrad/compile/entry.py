@@ -6,7 +6,7 @@ finding the key takes a flatten of the arguments and a tuple per leaf, and the
 result a rebuild: tens of microseconds per call, which a small training step
 notices. A variant's *entry* does the same work as straight-line code
 specialised to its one signature (``type(a0) is dict and len(a0) == 6``,
-``v3.shape == (64, 32)``...), raising :class:`Miss` on any difference, so
+``v3.shape == (64, 32)``...), raising ``Miss`` on any difference, so
 that the most recently used variant runs with no lookup at all.
 """
 

@@ -1,12 +1,12 @@
 """``jit``: trace a function once per input signature, run it compiled after.
 
-The trace (:mod:`tapegrad.compile.trace`) runs ``f`` on traced values of a
+The trace (``tapegrad.compile.trace``) runs ``f`` on traced values of a
 jit level and writes down every primitive call, backward passes included;
-the passes (:mod:`tapegrad.compile.passes`) clean the list; code generation
-(:mod:`tapegrad.compile.codegen`) makes it one straight-line Python function
+the passes (``tapegrad.compile.passes``) clean the list; code generation
+(``tapegrad.compile.codegen``) makes it one straight-line Python function
 over NumPy. Calls with the same signature (pytree structure, shapes, dtypes,
 static arguments) run that function; a failed guard traces the other path
-too (up to :data:`MAX_VARIANTS`, then ``f`` runs eagerly).
+too (up to ``MAX_VARIANTS``, then ``f`` runs eagerly).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class Compiled:
 
 
 class Lowered:
-    """What :meth:`Jitted.lower` returns: the compiled program for one signature."""
+    """What ``Jitted.lower`` returns: the compiled program for one signature."""
 
     def __init__(self, compiled: Compiled) -> None:
         self._compiled = compiled
@@ -59,7 +59,7 @@ class Lowered:
 
 
 class Jitted:
-    """A function compiled per input signature (see :func:`jit`)."""
+    """A function compiled per input signature (see ``jit``)."""
 
     def __init__(self, f: Callable[..., Any], static_argnums: Sequence[int], static_argnames: Sequence[str]) -> None:
         self.f = f
@@ -243,7 +243,7 @@ def jit(f: Callable[..., Any], static_argnums: int | Sequence[int] = (),
         The compiled function (call it like ``f``); ``.lower(*args).as_text()``
         shows the generated source.
 
-    Example:
+    Examples:
         >>> step = tg.jit(tg.value_and_grad(loss))
         >>> value, grads = step(params, X, Y)    # traces and compiles; later calls run compiled
     """

@@ -1,4 +1,4 @@
-"""Passes over a traced program (a list of :class:`Instr` and :class:`Guard`).
+"""Passes over a traced program (a list of ``Instr`` and ``Guard``).
 
 Each takes the program and returns a new one; each is small and tested on
 its own (tests/test_jit_passes.py).
@@ -197,7 +197,7 @@ def simplify(program: Sequence[Any], values: Sequence[Any]) -> tuple[Program, di
     and multiplications by constant ones (the seed of a backward pass) or
     additions of constant zeros dropped. Returns the program with later
     uses renamed, and the renaming (for the outputs); what becomes unused
-    is left for :func:`dead_code`."""
+    is left for ``dead_code``."""
     rename: dict[int, int] = {}
     seen: dict[Any, tuple[int, ...]] = {}
     out: Program = []

@@ -1,14 +1,14 @@
 """Tracing for ``jit``: a level that runs every primitive and writes it down.
 
-A :class:`JitTrace` sits on the tapes' level stack like a ``vmap`` level
-(see :mod:`tapegrad.batching`): its values are ``Traced``, so the engine
-sends every operation on them to :meth:`JitTrace.apply`, which runs the
+A ``JitTrace`` sits on the tapes' level stack like a ``vmap`` level
+(see ``tapegrad.batching``): its values are ``Traced``, so the engine
+sends every operation on them to ``JitTrace.apply``, which runs the
 primitive's NumPy function on the concrete arrays *and* appends the call to
-the trace's program: one :class:`Instr` per primitive call, whatever
+the trace's program: one ``Instr`` per primitive call, whatever
 transform made it (a ``grad`` inside the traced function records its
 forward and its backward pass here alike). A decision taken on a value
 (``bool()``: ``if x > 0``, a ``while`` test) is appended as a
-:class:`Guard`, which the compiled program checks.
+``Guard``, which the compiled program checks.
 
 Operations on values that do not depend on the inputs never reach the trace:
 they run at trace time and their results are constants of the program
@@ -47,7 +47,7 @@ class Var(NamedTuple):
 
 
 class Instr(NamedTuple):
-    """``outs = fn(*args, **kwargs)``; arguments are :class:`Var` or constants."""
+    """``outs = fn(*args, **kwargs)``; arguments are ``Var`` or constants."""
 
     fn: Callable[..., Any]
     name: str
@@ -66,7 +66,7 @@ class Guard(NamedTuple):
 
 class Sym(Aval):
     """What a traced value of a jit level shows of itself: the shape and dtype
-    of its array (as a batched value's :class:`~tapegrad.batching.Aval`);
+    of its array (as a batched value's ``Aval``);
     ``bool()`` of it becomes a guard of the program."""
 
     __slots__ = ("var", "trace")
@@ -201,7 +201,7 @@ class JitTrace(ApplyingLevel):
         """``(value to call with, its reference in the program, is it an index
         whose traced parts set the shape of what it selects)`` for an argument
         of a call. A container or an
-        :class:`Index` holding values of this trace is rebuilt by an
+        ``Index`` holding values of this trace is rebuilt by an
         instruction of its own (the program then reads it as one value)."""
         t = type(a)
         if t is Traced:
@@ -275,13 +275,13 @@ class JitTrace(ApplyingLevel):
 
 
 class Slot(NamedTuple):
-    """Where the ``i``-th traced value goes in a rebuilt container (see :func:`fill`)."""
+    """Where the ``i``-th traced value goes in a rebuilt container (see ``fill``)."""
 
     i: int
 
 
 def _template(x: Any, leaves: list[Traced], trace: JitTrace) -> Any:
-    """``x`` with each value of ``trace`` replaced by a :class:`Slot` (collected in ``leaves``)."""
+    """``x`` with each value of ``trace`` replaced by a ``Slot`` (collected in ``leaves``)."""
     t = type(x)
     if t is Traced and x._tape is trace:
         leaves.append(x)
@@ -297,7 +297,7 @@ def _template(x: Any, leaves: list[Traced], trace: JitTrace) -> Any:
 
 
 def fill(template: Any, *leaves: Any) -> Any:
-    """``template`` with each :class:`Slot` replaced by its value (a container's rebuild)."""
+    """``template`` with each ``Slot`` replaced by its value (a container's rebuild)."""
     t = type(template)
     if t is Slot:
         return leaves[template.i]
@@ -311,7 +311,7 @@ def fill(template: Any, *leaves: Any) -> Any:
 
 
 def make_index(key: tuple[Any, ...], *leaves: Any) -> Index:
-    """The :class:`Index` of ``key`` with its traced parts filled in (normalised
+    """The ``Index`` of ``key`` with its traced parts filled in (normalised
     again on the values of this call: whether an integer index repeats is
     read from them)."""
     return Index(fill(key, *leaves), len(key))

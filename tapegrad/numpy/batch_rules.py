@@ -1,4 +1,4 @@
-"""Batching rules of tapegrad.numpy's primitives (see :mod:`tapegrad.batching`).
+"""Batching rules of tapegrad.numpy's primitives (see ``tapegrad.batching``).
 
 Each rule takes the primitive's arguments with every batched one as its
 array, batch on axis 0, and runs the whole batch in one call of primitives

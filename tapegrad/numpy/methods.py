@@ -46,7 +46,7 @@ def _sort_inplace(self: Traced, axis: int = -1, kind: Any = None, order: Any = N
 
 def _deferring(f: Any, reflected: bool = False) -> Any:
     """A no-gradient binary operator (``<``, ``//``, ``&``...) that leaves an
-    object overriding NumPy's ufuncs to its own operator (see :func:`defers_to`)."""
+    object overriding NumPy's ufuncs to its own operator (see ``defers_to``)."""
     plain = (float, int, Traced)
 
     if reflected:

@@ -11,30 +11,30 @@ and ``f.primitive`` is its rule record. Their rules are tapegrad.numpy's
 
 Selection and indexing:
 
-- :func:`where_mask` ``(mask, x, y)``: NumPy's three-argument ``where`` with a
+- ``where_mask`` ``(mask, x, y)``: NumPy's three-argument ``where`` with a
   constant ``mask`` (``tapegrad.numpy.where`` takes ``value()`` of the
   condition and calls it).
-- :class:`NormalizedIndex` ``(key, ndim)``: a NumPy index normalised once
+- ``NormalizedIndex`` ``(key, ndim)``: a NumPy index normalised once
   (``...`` expanded, lists made arrays, its kind and uniqueness known), the
   index argument of the two below.
-- :func:`index_set` ``(x, index, v)``: a copy of ``x`` with ``v`` written at
+- ``index_set`` ``(x, index, v)``: a copy of ``x`` with ``v`` written at
   ``index`` (``x[index] = v`` as a value).
-- :func:`scatter_add` ``(g, index, shape, nbatch)``: zeros of ``shape`` with
+- ``scatter_add`` ``(g, index, shape, nbatch)``: zeros of ``shape`` with
   ``g`` added at ``index`` (the transpose of ``x[index]``).
 
 Fused reductions and layers (one tape entry where a composition of
 tapegrad.numpy calls records several and keeps the intermediates):
 
-- :func:`mean` ``(x, axis=None, keepdims=False)``: ``sum / n`` in ``x``'s
+- ``mean`` ``(x, axis=None, keepdims=False)``: ``sum / n`` in ``x``'s
   dtype (``tapegrad.numpy.mean`` records it for traced inputs).
-- :func:`logsumexp` ``(a, axis=None, keepdims=False)``: the primitive behind
+- ``logsumexp`` ``(a, axis=None, keepdims=False)``: the primitive behind
   ``tapegrad.numpy.logsumexp`` (no ``b``, no ``return_sign``).
-- :func:`linear` ``(x, w, b)``: ``x @ w.T + b``, a dense layer.
-- :func:`weighted_sum` ``(x, weights, axis=None)``: ``sum(x * weights)`` with
+- ``linear`` ``(x, w, b)``: ``x @ w.T + b``, a dense layer.
+- ``weighted_sum`` ``(x, weights, axis=None)``: ``sum(x * weights)`` with
   constant ``weights`` (a negative log-likelihood, with the weights at the
   targets).
 
-Example:
+Examples:
     >>> import numpy as np
     >>> from tapegrad.numpy import primitives as tp
     >>> tp.where_mask(np.array([True, False]), np.ones(2), np.zeros(2))

@@ -5,7 +5,7 @@ have small implementations here because their rules need a handle NumPy does
 not give (``concatenate`` with arrays as positional arguments, indexing with
 batch axes, ``einsum`` with operands as positional arguments). The three
 indexing primitives have front-ends that lift the indexed array to the vmap
-levels of an index computed per example (see :func:`lift`).
+levels of an index computed per example (see ``lift``).
 Their VJP rules live in ``vjps.py``. Functions with no derivative (or a zero
 one) are wrapped with ``nondifferentiable``: they read traced values by value.
 """
@@ -252,7 +252,7 @@ class Index:
 
     ``kind`` is ``"basic"`` (ints, slices, None), ``"mask"`` (boolean arrays,
     each position written at most once) or ``"int"`` (integer arrays).
-    ``traces`` holds the vmap levels (:class:`~tapegrad.batching.BatchTrace`)
+    ``traces`` holds the vmap levels (``BatchTrace``)
     of the entries that are batched values (indices computed per example,
     such as a per-example class label): empty for a plain index. ``traced``
     says whether any entry (or slice bound) is traced, by a vmap or a jit.
@@ -354,7 +354,7 @@ def _getitem(x: Any, index: Index, nb: int = 0) -> Any:
 
 
 def _index_add(g: Any, index: Index, shape: tuple[int, ...], nb: int) -> Any:
-    """Zeros of ``batch + shape`` with ``g`` added at ``index`` (an :class:`Index`;
+    """Zeros of ``batch + shape`` with ``g`` added at ``index`` (an ``Index``;
     repeated positions accumulate): the transpose of ``x[index]``. ``g``'s
     ``nb`` leading axes are ``batch``."""
     if index.traced:
@@ -373,7 +373,7 @@ def _index_add(g: Any, index: Index, shape: tuple[int, ...], nb: int) -> Any:
 
 
 def _batch_like(x: Any, marker: Any) -> Any:
-    """``x`` itself; under vmap, ``x`` batched like ``marker`` (see :func:`lift`)."""
+    """``x`` itself; under vmap, ``x`` batched like ``marker`` (see ``lift``)."""
     return x
 
 
@@ -389,7 +389,7 @@ def lift(x: Any, traces: tuple[Any, ...]) -> Any:
     copy), so that an index batched on those levels meets ``x`` there.
 
     A primitive runs at the highest level among its *arguments*; the entries
-    of an :class:`Index` are not arguments, so ``W[y]`` with a per-example
+    of an ``Index`` are not arguments, so ``W[y]`` with a per-example
     label ``y`` and a ``W`` that does not vary over the batch (a parameter)
     would never reach ``y``'s level: the indexing primitives' front-ends
     below lift ``W`` to it first."""
@@ -408,7 +408,7 @@ def lift(x: Any, traces: tuple[Any, ...]) -> Any:
 
 def _lifting(prim_fn: Any) -> Any:
     """The front-end of indexing primitive ``prim_fn(x, index, ...)``: ``x``
-    lifted to the vmap levels of ``index``'s batched entries (see :func:`lift`).
+    lifted to the vmap levels of ``index``'s batched entries (see ``lift``).
     Its ``.primitive`` is ``prim_fn``'s (rules are defined on either)."""
 
     def front(x: Any, index: Index, *args: Any, **kwargs: Any) -> Any:
@@ -427,7 +427,7 @@ index_add = _lifting(primitive(_index_add, "index_add"))
 
 
 def _setitem(x: Any, index: Index, v: Any) -> Any:
-    """A copy of ``x`` with ``v`` written at ``index`` (an :class:`Index`):
+    """A copy of ``x`` with ``v`` written at ``index`` (an ``Index``):
     ``x[index] = v`` without changing ``x``. The gradient to ``x`` is zero at
     ``index``; ``v`` gets the cotangent's entries at ``index``."""
     if index.traced:

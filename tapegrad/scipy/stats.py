@@ -2,7 +2,7 @@
 
 ``norm t gamma beta chi2 poisson dirichlet multivariate_normal`` with SciPy's
 names and signatures (``loc``, ``scale``, the shape parameters; SciPy's
-broadcasting; ``multivariate_normal.logpdf(x, mean, cov, allow_singular)``)::
+broadcasting; ``multivariate_normal.logpdf(x, mean, cov, allow_singular)``):
 
     norm.logpdf(x, loc=0, scale=1)        t.logpdf(x, df, loc=0, scale=1)
     gamma.logpdf(x, a, loc=0, scale=1)    beta.logpdf(x, a, b, loc=0, scale=1)

@@ -1,7 +1,7 @@
 """Tensor's arithmetic: the operators, comparisons, named arithmetic, matmul.
 
 Import direction: this module imports ``_tensor`` (and ``_promote``) and
-defines :class:`ArithOps`, whose methods the op table (``_ops.py``) installs
+defines ``ArithOps``, whose methods the op table (``_ops.py``) installs
 on ``Tensor``; ``_tensor.py`` never imports it.
 """
 

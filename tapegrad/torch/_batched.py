@@ -1,10 +1,10 @@
 """The facade's ops meeting values batched by ``vmap`` (``torch.func.vmap``).
 
 Inside ``vmap`` a tensor's value is a batched value (see
-:mod:`tapegrad.batching`): it reports the per-example shape and goes
+``tapegrad.batching``): it reports the per-example shape and goes
 through tapegrad's primitives like any value. Only the results an op builds
 with NumPy directly, as plain arrays with no gradient (comparisons, indices),
-need care: :func:`_const` keeps those batched.
+need care: ``_const`` keeps those batched.
 """
 
 from __future__ import annotations

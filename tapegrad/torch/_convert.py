@@ -4,9 +4,9 @@ Metadata (``shape``, ``dtype``, ``device``, strides, contiguity, ``T``,
 ``real``), conversions (``item``, ``numpy``, ``to``, ``float`` ...,
 ``clone``, ``new_*``), printing and the Python protocol (``len``, ``iter``,
 ``bool``, ``float()``, hashing, pickling, copying). None of these is an op
-of the op table: :mod:`tapegrad.torch._ops` installs them on ``Tensor`` as
+of the op table: ``tapegrad.torch._ops`` installs them on ``Tensor`` as
 they are. Import direction: imports ``_tensor`` and ``_creation``; ``_ops`` installs
-:class:`ConvertOps`' methods.
+``ConvertOps``' methods.
 """
 
 from __future__ import annotations

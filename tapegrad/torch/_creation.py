@@ -92,7 +92,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     Python floats give ``torch.float32``, ints ``torch.int64``, bools ``torch.bool``;
     NumPy arrays keep their dtype.
 
-    Example:
+    Examples:
         >>> torch.tensor([[1.5, 2.0]], requires_grad=True)
         tensor([[1.5000, 2.0000]], requires_grad=True)
     """

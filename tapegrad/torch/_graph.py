@@ -1,12 +1,12 @@
 """The facade's graph: grad mode, ``grad_fn`` nodes and the backward walk.
 
-There is one facade tape, ``GT`` (a :class:`tapegrad.graph_tape.GraphTape`): it
+There is one facade tape, ``GT`` (a ``tapegrad.graph_tape.GraphTape``): it
 records while grad mode is on (its per-thread switch), and its graph is owned
 by the values that reach it. ``grad_fn`` objects are views over its nodes:
 one per facade op, named as PyTorch names them, with ``next_functions``
 pointing at the ``grad_fn`` of each input (or the input's
 ``AccumulateGrad`` when it is a leaf). ``backward`` is the tape's reverse
-walk (:func:`tapegrad.tape.backprop`) seeded at the root.
+walk (``tapegrad.tape.backprop``) seeded at the root.
 """
 
 from __future__ import annotations
@@ -37,23 +37,23 @@ class FacadeEntry(Entry):
 
     No field refers to the entry's own ``grad_fn`` view or to the tensor it
     made (both refer to the entry): a graph is freed by reference counting
-    alone (see :func:`view_of`). Built only by :meth:`FacadeTape.record`.
+    alone (see ``view_of``). Built only by ``FacadeTape.record``.
 
     - ``name``: the PyTorch node name (``"MulBackward0"``), or None for an
-      entry inside a composite op (:func:`core_view` names it).
+      entry inside a composite op (``core_view`` names it).
     - ``shared``: for one output of a multi-output op, ``(view, output_nr)``:
       the ``grad_fn`` all its outputs share (it refers to no entry); unset
       otherwise.
     - ``held_inputs``: the op's inputs in PyTorch's edge order, as the entry
-      keeps them (see :func:`held`): None for a scalar, the version counter
+      keeps them (see ``held``): None for a scalar, the version counter
       of a non-leaf tensor, the tensor itself otherwise; a bare input (not a
-      tuple) is the first, any others being None (see :func:`inputs_of`:
+      tuple) is the first, any others being None (see ``inputs_of``:
       most ops have one tensor input, and a tuple per op is an allocation
       the cyclic collector would scan); ``input_parents``: for each, the
       index of its parent entry (None: no edge; ``(name, j)``: an edge
       through a one-input node named ``name`` that the op fused in, as
       ``nn.Linear`` fuses ``weight.t()``); ``input_versions``: their versions
-      when the op ran (None: all 0). These are what :func:`check_versions`
+      when the op ran (None: all 0). These are what ``check_versions``
       reads.
     - ``v``: the version count of the tensor this entry made (a fast op's
       result uses its entry as its version counter, ``_vc``: no counter
@@ -61,8 +61,8 @@ class FacadeEntry(Entry):
     - Set only by ops whose view is built when they run (``held_inputs`` is
       None then): ``edges``, the view's ``next_functions`` edges; ``saved``,
       ``(edge position, key, version counter, version)`` of its inputs and
-      output (position -1; see :func:`saved_key`), of which
-      :func:`check_versions` checks what :data:`SAVES` declares the node
+      output (position -1; see ``saved_key``), of which
+      ``check_versions`` checks what ``SAVES`` declares the node
       saved. ``view``: a weak reference to the ``grad_fn`` view, once one was
       made. Unset slots cost the hot path nothing: readers use
       ``getattr(entry, name, None)``.
@@ -92,14 +92,14 @@ def set_on_record(fn: Callable[[FacadeEntry], None] | None) -> None:
 
 
 class FacadeTape(GraphTape):
-    """The facade's tape: a :class:`GraphTape` whose entries are :class:`FacadeEntry`."""
+    """The facade's tape: a ``GraphTape`` whose entries are ``FacadeEntry``."""
 
     def record(self, prim: Any, ans: Any, args: Sequence[Any], raw: Sequence[Any], kwargs: dict[str, Any],
                argnums: Sequence[int], vjps: Any = None, name: str | None = None, held_inputs: Any = None,
                input_parents: Any = None, input_versions: tuple[int, ...] | None = None) -> Traced:
-        """:meth:`GraphTape.record` for the facade: the entry also keeps
+        """``GraphTape.record`` for the facade: the entry also keeps
         PyTorch's node data (``name``, ``held_inputs``, ``input_parents``,
-        ``input_versions``: see :class:`FacadeEntry`; a general op's facade
+        ``input_versions``: see ``FacadeEntry``; a general op's facade
         method names it later). Given
         ``vjps``, those are the entry's rules and none is made (an operator's
         rule cached per scalar). A NumPy scalar result becomes a 0-d array
@@ -388,7 +388,7 @@ def edge_of(p: Any, x: Any = None) -> tuple[Any, int]:
 
 def core_view(core: Any) -> GradFn:
     """The ``grad_fn`` view of a tape entry no facade op made (kept weakly on
-    the entry, as :func:`view_of` keeps its views)."""
+    the entry, as ``view_of`` keeps its views)."""
     ref = getattr(core, "view", None)
     node = ref() if ref is not None else None
     if node is None:
@@ -488,7 +488,7 @@ def _saves(decl: tuple[tuple[tuple[int, int | None], ...], bool],
 
 def check_versions(order: list[Any]) -> None:
     """Raise PyTorch's error when a tensor an entry of ``order`` saved (as
-    :data:`SAVES` declares for its node name) was modified in place after
+    ``SAVES`` declares for its node name) was modified in place after
     the entry was recorded."""
     for core in order:
         if type(core) is not FacadeEntry or not core.vjps:

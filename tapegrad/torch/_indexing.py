@@ -1,7 +1,7 @@
 """Indexing: ``__getitem__`` / ``__setitem__`` and the index ops (gather, scatter, index_add, take...).
 
 Import direction: imports ``_tensor``, ``_promote``, ``_inplace`` (views);
-the op table (``_ops.py``) installs :class:`IndexingOps`' methods on ``Tensor``.
+the op table (``_ops.py``) installs ``IndexingOps``' methods on ``Tensor``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 a functional update when it must be), ``_write_back`` / ``_refresh_views``
 keep a base and its views in step. Import direction: imports ``_tensor``,
 ``_promote``, ``_arith``; the op table (``_ops.py``) installs
-:class:`InplaceOps`' methods on ``Tensor``.
+``InplaceOps``' methods on ``Tensor``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The plain unary ops (``exp``, ``sin``...) are rows of the op table
 (``_ops.py``); this module holds the ones with bespoke logic. Import
 direction: imports ``_tensor``, ``_promote``, ``_arith``; ``_ops.py``
-installs :class:`MathOps`' methods on ``Tensor``.
+installs ``MathOps``' methods on ``Tensor``.
 """
 
 from __future__ import annotations

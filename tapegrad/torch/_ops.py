@@ -1,10 +1,10 @@
 """The facade's op table: one row per ``Tensor`` op, and the step that installs them.
 
 A row names the method (and its aliases), the function that implements it (a
-primitive wrapped by :func:`unary`, or a bespoke method of one of the op
+primitive wrapped by ``unary``, or a bespoke method of one of the op
 modules), PyTorch's node name for a plain call, its in-place twin ``name_``
 (and the node name that records), and which names have a ``torch.name``
-function form. :func:`install` puts the methods, aliases and twins on
+function form. ``install`` puts the methods, aliases and twins on
 ``Tensor`` and returns the function forms (``tapegrad/torch/__init__.py``
 exports them); the rows are also the one source of the prim-to-node names
 ``_graph.core_name`` uses.

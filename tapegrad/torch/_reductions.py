@@ -1,7 +1,7 @@
 """Tensor's reductions: sum, mean, max/min, sort, var/std, norm, scans, aminmax.
 
 Import direction: imports ``_tensor`` and ``_promote``; the op table
-(``_ops.py``) installs :class:`ReductionOps`' methods on ``Tensor``.
+(``_ops.py``) installs ``ReductionOps``' methods on ``Tensor``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Tensor's shape ops: view, reshape, transpose, squeeze, expand, split, cat-like ops.
 
 Import direction: imports ``_tensor``, ``_promote``, ``_inplace`` (views),
-``_indexing``; the op table (``_ops.py``) installs :class:`ShapeOps`' methods
+``_indexing``; the op table (``_ops.py``) installs ``ShapeOps``' methods
 on ``Tensor``.
 """
 

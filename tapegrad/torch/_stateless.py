@@ -29,7 +29,7 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = No
     of a tied parameter replaces it under all of them. ``args`` is one
     argument or a tuple of them.
 
-    Example:
+    Examples:
         >>> params = {k: v.detach() for k, v in model.named_parameters()}
         >>> functional_call(model, params, (x,))
     """
@@ -143,10 +143,10 @@ def _swap(mod: Any, attr: str, v: Any) -> tuple[Any, str, str | None, Any]:
 def stack_module_state(models: Any) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
     """``(params, buffers)``: each parameter and buffer of the (same-class)
     ``models`` stacked along a new first dimension, for ``vmap`` over an
-    ensemble with :func:`functional_call`. Stacked parameters are new leaves
+    ensemble with ``functional_call``. Stacked parameters are new leaves
     that require grad (as PyTorch makes them).
 
-    Example:
+    Examples:
         >>> params, buffers = stack_module_state([nn.Linear(3, 2) for _ in range(5)])
         >>> params["weight"].shape
         torch.Size([5, 2, 3])

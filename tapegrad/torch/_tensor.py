@@ -4,7 +4,7 @@ A tensor holds ``_value``: a plain array (it needs no grad) or a traced value
 on the facade tape ``GT`` (it requires grad; a leaf is a watched value).
 This module holds the class and its autograd API, and the facade's recording
 helpers: the fast paths (``_rec1``, ``_rec2``, ``_rec``, the unary methods and
-tensor-float operators) call the facade tape's ``record``; :func:`_result`
+tensor-float operators) call the facade tape's ``record``; ``_result``
 names what a general op recorded. The op methods live in the op modules and
 are installed by the op table (``_ops.py``). No gradient logic lives here.
 """
@@ -405,7 +405,7 @@ def _own(g: Any) -> Any:
 class Tensor(metaclass=D.PyTorchNamed):
     """A PyTorch-style tensor on tapegrad's tape.
 
-    Build one with :func:`tapegrad.torch.tensor` (or ``zeros``, ``randn`` ...).
+    Build one with ``tapegrad.torch.tensor`` (or ``zeros``, ``randn`` ...).
     ``torch.Tensor(data)`` also works (float32, as in PyTorch). The class
     prints as PyTorch's does: ``<class 'torch.Tensor'>``.
     """

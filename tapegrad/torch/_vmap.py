@@ -243,14 +243,14 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomne
     mapped dimension goes in each output (an int, None for an output that
     does not depend on the mapped inputs, or a tuple like the outputs).
     ``func`` runs once, on whole batches (``tapegrad.vmap``); it composes with
-    :func:`grad`, :func:`jacrev`, :func:`jacfwd`, :func:`hessian` in either
+    ``grad``, ``jacrev``, ``jacfwd``, ``hessian`` in either
     order, and with ``backward()``.
 
     ``randomness``: a random op inside raises (``'error'``), draws the same
     values for every example (``'same'``) or different ones (``'different'``).
     ``chunk_size``: map that many examples at a time and concatenate.
 
-    Example:
+    Examples:
         >>> torch.func.vmap(torch.dot)(torch.ones(3, 2), torch.ones(3, 2))
         tensor([2., 2., 2.])
     """

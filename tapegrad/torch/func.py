@@ -75,7 +75,7 @@ def _picked(args: tuple[Any, ...], argnums: int | tuple[int, ...]) -> Any:
 def grad(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
     """The gradient of scalar ``func`` with respect to argument(s) ``argnums``.
 
-    Example:
+    Examples:
         >>> torch.func.grad(lambda x: (x ** 2).sum())(torch.tensor([1.0, 2.0]))
         tensor([2., 4.])
     """
@@ -89,7 +89,7 @@ def grad(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: 
 
 
 def grad_and_value(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
-    """Like :func:`grad`, returning ``(grad, value)``."""
+    """Like ``grad``, returning ``(grad, value)``."""
     def f(*args: Any) -> Any:
         v, g = tg.value_and_grad(_raw_fn(func, args, has_aux), argnums, has_aux)(*_raw(args))
         return _box(g, _picked(args, argnums)), _box(v)

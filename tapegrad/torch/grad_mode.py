@@ -51,7 +51,7 @@ class _GradModeContext:
 class no_grad(_GradModeContext):  # noqa: N801
     """Context manager and decorator that turns recording off.
 
-    Example:
+    Examples:
         >>> with torch.no_grad():
         ...     y = x * 2          # y.requires_grad is False
     """
@@ -86,7 +86,7 @@ class set_grad_enabled(_GradModeContext):  # noqa: N801
 
 
 class inference_mode(_GradModeContext):  # noqa: N801
-    """Like :class:`no_grad` (``inference_mode(False)`` changes nothing)."""
+    """Like ``no_grad`` (``inference_mode(False)`` changes nothing)."""
 
     def __init__(self, mode: bool = True) -> None:
         self.enabled = bool(mode)

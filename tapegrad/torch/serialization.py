@@ -5,9 +5,9 @@ between PyTorch and tapegrad.torch); ``f`` is a path or a binary file-like
 object. As in PyTorch 2.6 and later, ``load`` defaults to ``weights_only=True``:
 only tensors, parameters, containers and primitive values are rebuilt, and
 anything else (a pickled module, say) raises ``pickle.UnpicklingError`` unless
-``weights_only=False`` or :func:`add_safe_globals` allows it.
+``weights_only=False`` or ``add_safe_globals`` allows it.
 
-Example:
+Examples:
     >>> torch.save(model.state_dict(), "model.pt")
     >>> model.load_state_dict(torch.load("model.pt"))
     <All keys matched successfully>
@@ -103,7 +103,7 @@ def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = p
 
 def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, pickle_module: Any = None,
          *, weights_only: bool | None = None, mmap: bool | None = None, **pickle_load_args: Any) -> Any:
-    """Unpickle what :func:`save` wrote to the path or binary file ``f``.
+    """Unpickle what ``save`` wrote to the path or binary file ``f``.
 
     ``weights_only`` (default ``True``, as in PyTorch 2.6+) rebuilds only
     tensors, containers and primitive values. ``map_location`` is accepted;

@@ -167,7 +167,7 @@ def _zeros(p: Any, batch: tuple[int, ...]) -> Any:
 class custom_vjp:
     """A function with a user-defined VJP (JAX's API).
 
-    Example:
+    Examples:
         >>> @tg.custom_vjp
         ... def clip_gradient(x):
         ...     return x
@@ -293,7 +293,7 @@ class custom_jvp:
 
     Under reverse mode the rule is transposed (it must be linear in the tangents).
 
-    Example:
+    Examples:
         >>> @tg.custom_jvp
         ... def log1pexp(x):
         ...     return tnp.log1p(tnp.exp(x))
@@ -387,7 +387,7 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     functions it closes over, and in tuples, lists and dicts there) are made
     explicit arguments of the checkpointed call, so they get gradients.
 
-    Example:
+    Examples:
         >>> layer = tg.checkpoint(lambda w, x: tnp.tanh(x @ w))
         >>> tg.grad(lambda w: tnp.sum(layer(w, np.ones((2, 3)))))(np.eye(3)).shape
         (3, 3)

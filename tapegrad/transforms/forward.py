@@ -120,7 +120,7 @@ def _check_tangents(who: str, primals: Any, tangents: Any) -> list[tuple[int, li
     """Check ``tangents`` against ``primals`` (structure, shapes, dtype kinds).
 
     Returns, per primal, ``(argnum, primal leaves, treedef, tangent leaves)``,
-    the tangents in their primals' dtypes: the inputs of :func:`_trace_forward`.
+    the tangents in their primals' dtypes: the inputs of ``_trace_forward``.
     """
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError(f"{who}: primals and tangents must be tuples")
@@ -199,7 +199,7 @@ def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ..
     Returns ``(out, tangent_out)``; ``primals`` and ``tangents`` are tuples
     of pytrees with the same structure, shapes and dtypes.
 
-    Example:
+    Examples:
         >>> tg.jvp(tnp.sin, (np.array([0.0, 1.0]),), (np.ones(2),))
         (array([0.        , 0.84147098]), array([1.        , 0.54030231]))
     """
@@ -210,7 +210,7 @@ def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ..
 
 def _outputs(ftape: ForwardTape, wrapped: Any) -> tuple[Any, Any]:
     """The primal and the tangent output pytrees of a forward trace (as
-    :func:`_trace_forward` returns it), in the output's wrapper types."""
+    ``_trace_forward`` returns it), in the output's wrapper types."""
     if type(wrapped) in PLAIN:  # one plain leaf
         return _primal_and_tangent(ftape, wrapped, wrapped)
     like, tdef = tree_flatten(wrapped)
@@ -258,7 +258,7 @@ def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
     structure whose leaves have the structure of the differentiated
     argument(s).
 
-    Example:
+    Examples:
         >>> tg.jacfwd(lambda x: x ** 2)(np.array([1.0, 2.0]))
         array([[2., 0.],
                [0., 4.]])

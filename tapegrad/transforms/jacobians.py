@@ -35,7 +35,7 @@ def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
     structure whose leaves have the structure of the differentiated
     argument(s).
 
-    Example:
+    Examples:
         >>> tg.jacrev(lambda x: tnp.sin(x) * x[0])(np.array([0.5, 1.0]))
         array([[0.91821682, 0.        ],
                [0.84147098, 0.27015115]])
@@ -84,7 +84,7 @@ jacobian = jacrev
 def hessian(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
     """The Hessian of scalar ``f``, forward-over-reverse: ``in.shape + in.shape``.
 
-    Example:
+    Examples:
         >>> tg.hessian(lambda x: tnp.sum(x ** 3))(np.array([1.0, 2.0]))
         array([[ 6.,  0.],
                [ 0., 12.]])
@@ -99,7 +99,7 @@ def hvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ..
 
     With one primal, ``H @ v`` has its shape; with several, it is a tuple.
 
-    Example:
+    Examples:
         >>> tg.hvp(lambda x: tnp.sum(x ** 3), (np.array([1.0, 2.0]),), (np.ones(2),))
         (np.float64(9.0), array([ 6., 12.]))
     """

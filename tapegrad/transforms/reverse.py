@@ -27,7 +27,7 @@ def _split_aux(out: Any, has_aux: bool, who: str) -> tuple[Any, Any]:
 
 def _value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...], has_aux: bool,
                     holomorphic: bool, with_value: bool, who: str | None = None) -> Callable[..., Any]:
-    """The function of :func:`value_and_grad` (``with_value``) or of :func:`grad`;
+    """The function of ``value_and_grad`` (``with_value``) or of ``grad``;
     errors name ``who`` (by default ``grad(f)``)."""
     who = who or f"grad({fun_name(f)})"
     nums_for = Argnums(argnums)
@@ -60,7 +60,7 @@ def value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
     arguments (an int, or a tuple giving a tuple of gradients); each may be
     a pytree, and its gradient has the same structure, shapes and dtypes.
 
-    Example:
+    Examples:
         >>> tg.value_and_grad(lambda x: tnp.sum(x ** 2))(np.array([1.0, 2.0]))
         (np.float64(5.0), array([2., 4.]))
     """
@@ -75,7 +75,7 @@ def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
 
     With ``has_aux=True`` it returns ``(grad, aux)``. Composes to any order.
 
-    Example:
+    Examples:
         >>> tg.grad(tnp.tanh)(0.5)
         np.float64(0.7864477329659274)
         >>> tg.grad(tg.grad(tnp.sin))(0.5)        # -sin(0.5)
@@ -111,7 +111,7 @@ def _check_scalar(out: Any, who: str, holomorphic: bool) -> None:
 
 
 class VJPFunction:
-    """The ``vjp_fn`` of :func:`vjp`: maps an output cotangent to input cotangents.
+    """The ``vjp_fn`` of ``vjp``: maps an output cotangent to input cotangents.
 
     It may be called many times. ``vjp_fn(ct)`` returns a tuple with one
     cotangent per primal.
@@ -159,7 +159,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     cotangent per primal (each in its primal's structure). With
     ``has_aux=True`` the result is ``(out, vjp_fn, aux)``.
 
-    Example:
+    Examples:
         >>> out, vjp_fn = tg.vjp(tnp.sin, np.array([0.0, 1.0]))
         >>> vjp_fn(np.ones(2))
         (array([1.        , 0.54030231]),)
@@ -177,7 +177,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
 def elementwise_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
     """Gradient of ``sum(f(x))``: for elementwise ``f``, its pointwise derivative.
 
-    Example:
+    Examples:
         >>> tg.elementwise_grad(tnp.tanh)(np.array([0.0, 1.0]))
         array([1.        , 0.41997434])
     """

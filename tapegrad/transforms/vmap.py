@@ -1,6 +1,6 @@
 """``vmap``: a function mapped over an axis of its inputs, as ``jax.vmap``.
 
-The call pushes a :class:`~tapegrad.batching.BatchTrace` level, hands ``f``
+The call pushes a ``BatchTrace`` level, hands ``f``
 batched values (batch on axis 0 of their arrays) and reads the batch back
 out of the results. Primitives meet those values in the engine's general
 path, which runs their batching rules: ``f`` runs once, on whole batches.
@@ -43,7 +43,7 @@ def vmap(f: Callable[..., Any], in_axes: Axes = 0, out_axes: Axes = 0) -> Callab
         ValueError: mapped axes of different sizes, an ``in_axes`` that does
             not match the arguments, an axis out of range.
 
-    Example:
+    Examples:
         >>> per_example_grads = tg.vmap(tg.grad(loss), in_axes=(None, 0, 0))(w, X, Y)
     """
     name = fun_name(f)

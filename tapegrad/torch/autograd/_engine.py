@@ -1,6 +1,6 @@
 """``torch.autograd.backward`` and ``torch.autograd.grad``: the reverse pass driven from tensors.
 
-Both seed :func:`tapegrad.torch._graph.run_backward` at the output tensors;
+Both seed ``tapegrad.torch._graph.run_backward`` at the output tensors;
 ``backward`` accumulates the cotangents into the leaves' ``.grad`` (running
 their hooks), ``grad`` returns them. Kept apart from ``autograd/__init__.py``
 so that ``functional`` and ``gradcheck`` import them without importing their
@@ -140,7 +140,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     Returns a tuple with one tensor per input (``None`` for an unused input
     when ``allow_unused=True``; zeros with ``materialize_grads=True``).
 
-    Example:
+    Examples:
         >>> x = torch.tensor(2.0, requires_grad=True)
         >>> torch.autograd.grad(x ** 3, x)
         (tensor(12.),)

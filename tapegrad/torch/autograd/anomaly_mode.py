@@ -3,11 +3,11 @@
 While it is on (a process-wide switch, as PyTorch's):
 
 - every entry recorded on the facade tape keeps the traceback of the
-  forward call that made it (:func:`on_record`, in a weak dictionary keyed
+  forward call that made it (``on_record``, in a weak dictionary keyed
   by the entry: it goes with the graph, and holds no reference back to it);
   an entry recorded by a backward pass (``create_graph=True``) also keeps
   the name and traceback of the node whose backward made it;
-- ``backward`` walks the graph one entry at a time (:func:`anomaly_backprop`,
+- ``backward`` walks the graph one entry at a time (``anomaly_backprop``,
   which the facade's backward walk calls instead of the plain one); when an
   entry's backward fails, a ``UserWarning`` "Error detected in <node>.
   Traceback of forward call that caused the error: ..." is emitted and the
@@ -20,9 +20,9 @@ While it is off, nothing of this runs: the facade's walk reads one flag per
 backward call and recording is untouched.
 
 How recording is observed: every entry of the facade tape is built by its
-``record`` (:meth:`tapegrad.torch._graph.FacadeTape.record`), which calls
-``tapegrad.torch._graph.on_record`` with the new entry when it is set (:func:`tapegrad.torch._graph.set_on_record`): while anomaly
-mode is on, it is :func:`on_record`.
+``record`` (``tapegrad.torch._graph.FacadeTape.record``), which calls
+``tapegrad.torch._graph.on_record`` with the new entry when it is set (``tapegrad.torch._graph.set_on_record``): while anomaly
+mode is on, it is ``on_record``.
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ def _warn(name: str, trace: Any) -> None:
 
 def anomaly_backprop(entries: Iterable[Any], ct: dict[int, Any], retain: bool,
                      hooks: dict[int, list[Callable[[Any], Any]]] | None = None) -> dict[int, Any]:
-    """:func:`tapegrad.tape.backprop`, one entry at a time, with anomaly
+    """``tapegrad.tape.backprop``, one entry at a time, with anomaly
     mode's checks: NaN results (with ``check_nan``) and the forward
     traceback of the node whose backward fails."""
     check_nan = _state["check_nan"]
@@ -224,7 +224,7 @@ def anomaly_backprop(entries: Iterable[Any], ct: dict[int, Any], retain: bool,
 class detect_anomaly:  # noqa: N801
     """Context manager that turns anomaly detection on (see the module's doc).
 
-    Example:
+    Examples:
         >>> with torch.autograd.detect_anomaly():
         ...     y = x ** 0.5             # x holds a negative number
         ...     y.sum().backward()

@@ -1,6 +1,6 @@
 """``torch.autograd.forward_ad``: dual tensors (``dual_level``, ``make_dual``, ``unpack_dual``).
 
-tapegrad's forward mode (:func:`tapegrad.jvp`) runs a *function* on a
+tapegrad's forward mode (``tapegrad.jvp``) runs a *function* on a
 forward trace; an eager ``with dual_level():`` block is no function, and the
 forward trace is not part of tapegrad's public API. So the facade computes
 the tangents from its own tape, as ``torch.autograd.functional.jvp`` does
@@ -9,7 +9,7 @@ the tangents from its own tape, as ``torch.autograd.functional.jvp`` does
 tape as usual, and ``unpack_dual(y).tangent`` is ``d/du <J^T u, t>``, summed
 over the level's duals ``y`` depends on. A custom ``autograd.Function`` with a
 ``jvp`` staticmethod gives its outputs' tangents itself (see
-:func:`tangent_of` / :func:`set_tangent`).
+``tangent_of`` / ``set_tangent``).
 
 Differences from PyTorch: a dual tensor (and what is computed from it)
 requires grad, so its repr shows a ``grad_fn``; its tangent is computed when

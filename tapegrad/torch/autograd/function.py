@@ -185,7 +185,7 @@ class _FunctionMeta(type):
 class Function(metaclass=_FunctionMeta):
     """Base class of custom differentiable operations.
 
-    Example:
+    Examples:
         >>> class Exp(torch.autograd.Function):
         ...     @staticmethod
         ...     def forward(ctx, x):

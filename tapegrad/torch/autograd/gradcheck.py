@@ -5,7 +5,7 @@ respect to each input that requires grad is computed by central
 differences, one input entry at a time, and compared with the Jacobian
 built from backward passes (one per output entry; ``check_backward_ad``)
 and/or from forward-mode passes (one per input entry, ``tapegrad.jvp``;
-``check_forward_ad``). Failures raise :class:`GradcheckError` with PyTorch's
+``check_forward_ad``). Failures raise ``GradcheckError`` with PyTorch's
 messages, or return False with ``raise_exception=False``.
 """
 
@@ -22,7 +22,7 @@ from tapegrad.tracer import value
 
 
 class GradcheckError(RuntimeError):
-    """Error raised by :func:`gradcheck` and :func:`gradgradcheck`."""
+    """Error raised by ``gradcheck`` and ``gradgradcheck``."""
 
 
 GradcheckError.__module__ = "torch.autograd.gradcheck"
@@ -342,7 +342,7 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
 
     Inputs that require grad are perturbed one entry at a time by ``eps``
     (use float64: other dtypes warn, as in PyTorch). Returns True, or raises
-    :class:`GradcheckError` (returns False with ``raise_exception=False``)
+    ``GradcheckError`` (returns False with ``raise_exception=False``)
     naming the output and input whose Jacobians differ.
 
     Args:
@@ -388,14 +388,14 @@ def gradgradcheck(func: Callable[..., Any], inputs: Any, grad_outputs: Any = Non
                   check_grad_dtypes: bool = False, check_batched_grad: bool = False,
                   check_fwd_over_rev: bool = False, check_rev_over_rev: bool = True, fast_mode: bool = False,
                   masked: bool = False) -> bool:
-    """Check second derivatives: :func:`gradcheck` of the function that maps
+    """Check second derivatives: ``gradcheck`` of the function that maps
     ``(*inputs, *grad_outputs)`` to the gradients of ``func``'s outputs
     (weighted by ``grad_outputs``) with respect to the inputs that require
     grad, computed with ``create_graph=True``.
 
     With ``grad_outputs=None``, one random tensor in [-1, 1) per differentiable
     output is made (requiring grad: the check covers them too). The other
-    arguments are :func:`gradcheck`'s; ``check_rev_over_rev`` is its
+    arguments are ``gradcheck``'s; ``check_rev_over_rev`` is its
     ``check_backward_ad``; ``gen_non_contig_grad_outputs`` is accepted
     (tapegrad's arrays have no non-contiguous layout to test).
     ``check_fwd_over_rev=True`` raises NotImplementedError: the facade's

@@ -13,7 +13,7 @@ with ``where`` on the side PyTorch differentiates (``leaky_relu`` at 0, the
 bounds of ``hardtanh``), and a branch ``where`` discards is computed on a
 safe input so its zero gradient stays zero (no ``0 * inf``).
 
-Example:
+Examples:
     >>> import tapegrad.torch.nn.functional as F
     >>> logits = torch.tensor([[2.0, 0.5, -1.0]], requires_grad=True)
     >>> F.cross_entropy(logits, torch.tensor([0]))
@@ -377,7 +377,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any
             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """Absolute error ``|input - target|``, averaged, summed or elementwise, composed
     as PyTorch composes it (``AbsBackward0`` under ``MeanBackward0`` or ``SumBackward0``);
-    ``weight`` as in :func:`mse_loss`."""
+    ``weight`` as in ``mse_loss``."""
     _warn_target_size(input, target)
     reduction = _reduction(size_average, reduce, reduction, weight is not None)
     err = (input - target).abs()
@@ -397,7 +397,7 @@ def _huber(d: Any, delta: float) -> Any:
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - beta / 2`` (``d = input - target``),
-    reduced (``SmoothL1LossBackward0``); ``beta = 0`` is :func:`l1_loss`."""
+    reduced (``SmoothL1LossBackward0``); ``beta = 0`` is ``l1_loss``."""
     _warn_target_size(input, target)
     reduction = _reduction(size_average, reduce, reduction)
     if beta == 0.0:
@@ -565,7 +565,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     target)``, stable for large logits) or class probabilities of
     ``input``'s shape. ``reduction`` is ``'mean'``, ``'sum'`` or ``'none'``.
 
-    Example:
+    Examples:
         >>> F.cross_entropy(torch.tensor([[0.0, 0.0]]), torch.tensor([1]))
         tensor(0.6931)
     """

@@ -11,7 +11,7 @@ between an ``unsqueeze`` and a ``squeeze`` (PyTorch's graph);
 (``AvgPool2DBackward0``); ``adaptive_avg_pool2d`` two products with
 averaging matrices (``AdaptiveAvgPool2DBackward0``), or a mean for output 1.
 
-Example:
+Examples:
     >>> x = torch.ones(1, 1, 4, 4, requires_grad=True)
     >>> F.conv2d(x, torch.ones(1, 1, 3, 3)).grad_fn
     <ConvolutionBackward0 object at 0x...>
@@ -118,13 +118,13 @@ def _conv_t_nd(nd: int, input: Tensor, weight: Tensor, bias: Tensor | None, stri
 
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
                      padding: Any = 0, output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
-    """The transpose of :func:`conv1d`; ``weight`` is ``(C_in, C_out/groups, K)``."""
+    """The transpose of ``conv1d``; ``weight`` is ``(C_in, C_out/groups, K)``."""
     return _conv_t_nd(1, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
                      padding: Any = 0, output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
-    """The transpose of :func:`conv2d` (the gradient of a convolution in its input);
+    """The transpose of ``conv2d`` (the gradient of a convolution in its input);
     ``weight`` is ``(C_in, C_out/groups, kH, kW)``."""
     return _conv_t_nd(2, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
@@ -184,7 +184,7 @@ def _indices(x: Any, width: int, kw: dict[str, Any]) -> Any:
 
 def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,  # noqa: A002
                ceil_mode: bool = False, return_indices: bool = False) -> Any:
-    """The max over each window of the last dim: :func:`max_pool2d` of ``input.unsqueeze(-2)``,
+    """The max over each window of the last dim: ``max_pool2d`` of ``input.unsqueeze(-2)``,
     squeezed back (PyTorch's graph: ``SqueezeBackward1``)."""
     k, st, pad = _pool_args(kernel_size, stride, padding, 1)
     r = max_pool2d(input.unsqueeze(-2), (1,) + k, (1,) + st, (0,) + pad, (1,) + _tuple(dilation, 1), ceil_mode,

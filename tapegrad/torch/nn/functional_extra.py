@@ -1,6 +1,6 @@
 """``torch.nn.functional`` forms of the normalisation, embedding and attention
 layers: ``batch_norm``, ``embedding``, ``scaled_dot_product_attention`` (re-exported
-by :mod:`tapegrad.torch.nn.functional`).
+by ``tapegrad.torch.nn.functional``).
 
 As there, each result is a few ``tapegrad.numpy`` calls on the tensors' values
 wrapped in one node named as PyTorch names it (``NativeBatchNormBackward0``,

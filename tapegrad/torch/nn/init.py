@@ -195,7 +195,7 @@ def _deprecated(meth: Callable[..., Tensor]) -> Callable[..., Tensor]:
         return meth(*args, **kwargs)
 
     deprecated_init.__name__ = deprecated_init.__qualname__ = old
-    deprecated_init.__doc__ = f"Deprecated: :func:`{new}`."
+    deprecated_init.__doc__ = f"Deprecated: ``{new}``."
     return deprecated_init
 
 

@@ -1,4 +1,4 @@
-"""``nn.Parameter``: a leaf tensor that a :class:`~tapegrad.torch.nn.Module` registers."""
+"""``nn.Parameter``: a leaf tensor that a ``Module`` registers."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ class Parameter(Tensor):
     Assigning one to a module attribute registers it (``module.parameters()``).
     It shares memory with ``data``; results of operations on it are plain tensors.
 
-    Example:
+    Examples:
         >>> nn.Parameter(torch.ones(2))
         Parameter containing:
         tensor([1., 1.], requires_grad=True)

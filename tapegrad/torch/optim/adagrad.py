@@ -27,7 +27,7 @@ __all__ = ["Adagrad"]
 class Adagrad(Optimizer):
     """Adagrad (Duchi et al., 2011), step for step as ``torch.optim.Adagrad``.
 
-    For each parameter ``p`` with gradient ``g``, at step ``t`` (from 1)::
+    For each parameter ``p`` with gradient ``g``, at step ``t`` (from 1):
 
         g = g + weight_decay * p               (if weight_decay)
         clr = lr / (1 + (t - 1) * lr_decay)
@@ -43,7 +43,7 @@ class Adagrad(Optimizer):
         eps: added to the denominator (default 1e-10).
         maximize: as in PyTorch.
 
-    Example:
+    Examples:
         >>> opt = torch.optim.Adagrad(model.parameters(), lr=0.1)
     """
 

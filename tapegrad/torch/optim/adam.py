@@ -27,7 +27,7 @@ __all__ = ["Adam"]
 class Adam(Optimizer):
     """Adam (Kingma and Ba, 2015), step for step as ``torch.optim.Adam``.
 
-    For each parameter ``p`` with gradient ``g``, at step ``t`` (from 1)::
+    For each parameter ``p`` with gradient ``g``, at step ``t`` (from 1):
 
         g = g + weight_decay * p                      (L2, not AdamW)
         m = m + (1 - beta1) * (g - m)                 (m.lerp_(g, 1 - beta1))
@@ -44,7 +44,7 @@ class Adam(Optimizer):
         amsgrad: use the running maximum of ``v`` (default False).
         maximize, decoupled_weight_decay: as in PyTorch.
 
-    Example:
+    Examples:
         >>> opt = torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=1e-4)
         >>> opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
     """

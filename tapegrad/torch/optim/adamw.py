@@ -24,7 +24,7 @@ class AdamW(Adam):
         weight_decay: decoupled weight decay coefficient (default 1e-2).
         amsgrad: use the running maximum of the second moment (default False).
 
-    Example:
+    Examples:
         >>> opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     """
 

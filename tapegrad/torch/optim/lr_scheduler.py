@@ -40,7 +40,7 @@ class LRScheduler:
 
     Construction records each group's ``initial_lr`` (``base_lrs``) and takes
     the first step (epoch 0). ``step()`` advances ``last_epoch`` and sets
-    every group's ``lr`` to :meth:`get_lr`'s value; ``get_last_lr()`` returns
+    every group's ``lr`` to ``get_lr``'s value; ``get_last_lr()`` returns
     the learning rates it set last.
     """
 
@@ -148,7 +148,7 @@ _LRScheduler = LRScheduler
 class LambdaLR(LRScheduler):
     """``lr = base_lr * lr_lambda(epoch)`` (one function, or one per group).
 
-    Example:
+    Examples:
         >>> sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 0.95 ** epoch)
     """
 
@@ -186,7 +186,7 @@ class LambdaLR(LRScheduler):
 class StepLR(LRScheduler):
     """Multiply the lr by ``gamma`` every ``step_size`` epochs.
 
-    Example:
+    Examples:
         >>> sched = torch.optim.lr_scheduler.StepLR(opt, step_size=30, gamma=0.1)
     """
 
@@ -208,7 +208,7 @@ class StepLR(LRScheduler):
 class MultiStepLR(LRScheduler):
     """Multiply the lr by ``gamma`` at each milestone epoch.
 
-    Example:
+    Examples:
         >>> sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[30, 80], gamma=0.1)
     """
 
@@ -233,7 +233,7 @@ class MultiStepLR(LRScheduler):
 class ExponentialLR(LRScheduler):
     """Multiply the lr by ``gamma`` every epoch.
 
-    Example:
+    Examples:
         >>> sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)
     """
 
@@ -255,7 +255,7 @@ class CosineAnnealingLR(LRScheduler):
     """Cosine annealing from ``base_lr`` to ``eta_min`` over ``T_max`` epochs
     (PyTorch's recursive form, which keeps going past ``T_max``).
 
-    Example:
+    Examples:
         >>> sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=50)
     """
 

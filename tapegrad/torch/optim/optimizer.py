@@ -151,7 +151,7 @@ class Optimizer:
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore options and state saved by :meth:`state_dict` (tensors are copied
+        """Restore options and state saved by ``state_dict`` (tensors are copied
         and cast to their parameter's dtype; ``step`` keeps its own)."""
         state_dict = copy.deepcopy(state_dict)
         saved = state_dict["param_groups"]

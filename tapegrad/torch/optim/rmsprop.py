@@ -39,7 +39,7 @@ def lerp_(xp: Any, a: Any, b: Any, weight: float) -> None:
 class RMSprop(Optimizer):
     """RMSprop (Hinton), step for step as ``torch.optim.RMSprop``.
 
-    For each parameter ``p`` with gradient ``g``::
+    For each parameter ``p`` with gradient ``g``:
 
         g = g + weight_decay * p                         (if weight_decay)
         v = alpha * v + (1 - alpha) * g * g
@@ -58,7 +58,7 @@ class RMSprop(Optimizer):
         centered: normalize by the estimated variance of the gradient (default False).
         maximize: as in PyTorch.
 
-    Example:
+    Examples:
         >>> opt = torch.optim.RMSprop(model.parameters(), lr=1e-2, momentum=0.9)
     """
 

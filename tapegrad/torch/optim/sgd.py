@@ -23,7 +23,7 @@ __all__ = ["SGD"]
 class SGD(Optimizer):
     """Stochastic gradient descent, step for step as ``torch.optim.SGD``.
 
-    For each parameter ``p`` with gradient ``g``::
+    For each parameter ``p`` with gradient ``g``:
 
         g = g + weight_decay * p                      (if weight_decay)
         buf = g (first step) | momentum * buf + (1 - dampening) * g
@@ -35,7 +35,7 @@ class SGD(Optimizer):
         lr: learning rate (default 1e-3).
         momentum, dampening, weight_decay, nesterov, maximize: as in PyTorch.
 
-    Example:
+    Examples:
         >>> opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         >>> opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
     """

@@ -1,6 +1,6 @@
 """``torch.nn`` modules, one file per family as PyTorch lays them out.
 
-- ``module``: :class:`Module`, the base class (registration, traversal,
+- ``module``: ``Module``, the base class (registration, traversal,
   ``state_dict``, dtype and device moves, ``repr``)
 - ``container``: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``
 - ``flatten``: ``Flatten``, ``Unflatten``

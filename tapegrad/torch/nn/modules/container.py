@@ -38,7 +38,7 @@ class Sequential(_ModuleSequence):
     of named modules. Indexing with an int gives a module, with a slice a
     ``Sequential``.
 
-    Example:
+    Examples:
         >>> nn.Sequential(nn.Linear(64, 512), nn.Tanh())
         Sequential(
           (0): Linear(in_features=64, out_features=512, bias=True)
@@ -132,7 +132,7 @@ def _abs_index(n: int, idx: Any) -> int:
 class ModuleList(Module):
     """A list of modules, registered as submodules ``"0"``, ``"1"`` ...
 
-    Example:
+    Examples:
         >>> nn.ModuleList([nn.Linear(2, 2) for _ in range(3)] + [nn.ReLU()])
         ModuleList(
           (0-2): 3 x Linear(in_features=2, out_features=2, bias=True)
@@ -227,7 +227,7 @@ class ModuleList(Module):
 class ModuleDict(Module):
     """An ordered dict of named submodules.
 
-    Example:
+    Examples:
         >>> nn.ModuleDict({"act": nn.ReLU(), "fc": nn.Linear(1, 2)})
         ModuleDict(
           (act): ReLU()
@@ -293,10 +293,10 @@ class ModuleDict(Module):
 
 
 class ParameterList(Module):
-    """A list of parameters (tensors given to it become :class:`Parameter`\\ s),
+    """A list of parameters (tensors given to it become ``Parameter``\\ s),
     registered as ``"0"``, ``"1"`` ...
 
-    Example:
+    Examples:
         >>> nn.ParameterList([nn.Parameter(torch.ones(2)), torch.zeros(2, 3)])
         ParameterList(
             (0): Parameter containing: [torch.float32 of size 2]
@@ -359,10 +359,10 @@ class ParameterList(Module):
 
 class ParameterDict(Module):
     """An ordered dict of named parameters (tensors given to it become
-    :class:`Parameter`\\ s; other values are kept as plain attributes). A plain
+    ``Parameter``\\ s; other values are kept as plain attributes). A plain
     ``dict`` is added in sorted key order, as PyTorch does.
 
-    Example:
+    Examples:
         >>> nn.ParameterDict({"w": torch.ones(2, 2), "b": torch.zeros(2)})
         ParameterDict(
             (b): Parameter containing: [torch.FloatTensor of size 2]

@@ -5,7 +5,7 @@ Parameters and ``repr`` as PyTorch's: ``weight`` is ``(out, in/groups, *k)``
 ``kaiming_uniform_(weight, a=sqrt(5))`` and the bias from
 U(-1/sqrt(fan_in), 1/sqrt(fan_in)), drawn from ``torch.manual_seed``'s generator.
 
-Example:
+Examples:
     >>> nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2, bias=False)
     Conv2d(4, 6, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), groups=2, bias=False)
 """
@@ -96,7 +96,7 @@ class _ConvNd(Module):
 
 
 class Conv1d(_ConvNd):
-    """1-D convolution over ``(N, C, L)`` inputs (see :func:`functional.conv1d`)."""
+    """1-D convolution over ``(N, C, L)`` inputs (see ``functional.conv1d``)."""
 
     _nd = 1
 
@@ -111,7 +111,7 @@ class Conv1d(_ConvNd):
 
 
 class Conv2d(_ConvNd):
-    """2-D convolution over ``(N, C, H, W)`` inputs (see :func:`functional.conv2d`)."""
+    """2-D convolution over ``(N, C, H, W)`` inputs (see ``functional.conv2d``)."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
@@ -146,10 +146,10 @@ class _ConvTransposeNd(_ConvNd):
 
 
 class ConvTranspose1d(_ConvTransposeNd):
-    """The transpose of :class:`Conv1d` (see :func:`functional.conv_transpose1d`)."""
+    """The transpose of ``Conv1d`` (see ``functional.conv_transpose1d``)."""
 
     _nd = 1
 
 
 class ConvTranspose2d(_ConvTransposeNd):
-    """The transpose of :class:`Conv2d` (see :func:`functional.conv_transpose2d`)."""
+    """The transpose of ``Conv2d`` (see ``functional.conv_transpose2d``)."""

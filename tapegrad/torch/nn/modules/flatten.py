@@ -13,7 +13,7 @@ __all__ = ["Flatten", "Unflatten"]
 class Flatten(Module):
     """``input.flatten(start_dim, end_dim)``; by default all but the batch dimension.
 
-    Example:
+    Examples:
         >>> nn.Flatten()(torch.zeros(32, 1, 5, 5)).shape
         torch.Size([32, 25])
     """
@@ -33,7 +33,7 @@ class Flatten(Module):
 class Unflatten(Module):
     """``input.unflatten(dim, unflattened_size)``: split dimension ``dim`` into ``unflattened_size``.
 
-    Example:
+    Examples:
         >>> nn.Unflatten(1, (2, 5, 5))(torch.zeros(2, 50)).shape
         torch.Size([2, 2, 5, 5])
     """

@@ -30,7 +30,7 @@ class Linear(Module):
     is U(-1/sqrt(in_features), 1/sqrt(in_features)), and the bias from the same
     uniform range. The draws come from ``torch.manual_seed``'s (NumPy) generator.
 
-    Example:
+    Examples:
         >>> layer = nn.Linear(3, 2)
         >>> layer.weight.shape, layer(torch.ones(5, 3)).grad_fn
         (torch.Size([2, 3]), <AddmmBackward0 object at 0x...>)

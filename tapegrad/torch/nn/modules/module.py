@@ -75,7 +75,7 @@ class Module:
     Subclasses call ``super().__init__()``, assign parameters and submodules
     as attributes, and define ``forward``; calling the module calls ``forward``.
 
-    Example:
+    Examples:
         >>> class Net(nn.Module):
         ...     def __init__(self):
         ...         super().__init__()
@@ -113,7 +113,7 @@ class Module:
 
     # --- registration ------------------------------------------------------------------------
     def register_parameter(self, name: str, param: Parameter | None) -> None:
-        """Add ``param`` (a :class:`Parameter` or None) under ``name``."""
+        """Add ``param`` (a ``Parameter`` or None) under ``name``."""
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         if not isinstance(name, str):
@@ -254,7 +254,7 @@ class Module:
         return self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
-        """The parameters, in the order of :meth:`named_parameters`."""
+        """The parameters, in the order of ``named_parameters``."""
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
@@ -459,7 +459,7 @@ class Module:
         """``to('meta')``: tapegrad.torch has no meta device; the parameters
         and buffers keep their shapes and dtypes (and Parameter objects) but
         lose their data (zero-stride placeholders), and the module refuses to
-        run until :func:`torch.func.functional_call` gives it real tensors."""
+        run until ``torch.func.functional_call`` gives it real tensors."""
 
         def placeholder(t: Tensor) -> Tensor:
             cast = dtype is not None and (t.is_floating_point() or t.is_complex())

@@ -3,7 +3,7 @@
 The options are kept as given (``stride`` defaults to ``kernel_size``) and
 printed as PyTorch prints them.
 
-Example:
+Examples:
     >>> nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True)
     MaxPool2d(kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=True)
 """
@@ -36,7 +36,7 @@ class _MaxPoolNd(Module):
 
 
 class MaxPool1d(_MaxPoolNd):
-    """The max over windows of the last dim (see :func:`functional.max_pool1d`)."""
+    """The max over windows of the last dim (see ``functional.max_pool1d``)."""
 
     def forward(self, input: Tensor) -> Any:  # noqa: A002
         return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
@@ -44,7 +44,7 @@ class MaxPool1d(_MaxPoolNd):
 
 
 class MaxPool2d(_MaxPoolNd):
-    """The max over windows of the last two dims (see :func:`functional.max_pool2d`)."""
+    """The max over windows of the last two dims (see ``functional.max_pool2d``)."""
 
     def forward(self, input: Tensor) -> Any:  # noqa: A002
         return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
@@ -52,7 +52,7 @@ class MaxPool2d(_MaxPoolNd):
 
 
 class AvgPool2d(Module):
-    """The mean over windows of the last two dims (see :func:`functional.avg_pool2d`)."""
+    """The mean over windows of the last two dims (see ``functional.avg_pool2d``)."""
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: int | None = None) -> None:
@@ -73,7 +73,7 @@ class AvgPool2d(Module):
 
 
 class AdaptiveAvgPool2d(Module):
-    """The mean over adaptive windows giving ``output_size`` (see :func:`functional.adaptive_avg_pool2d`)."""
+    """The mean over adaptive windows giving ``output_size`` (see ``functional.adaptive_avg_pool2d``)."""
 
     def __init__(self, output_size: Any) -> None:
         super().__init__()

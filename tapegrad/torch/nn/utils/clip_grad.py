@@ -68,7 +68,7 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm
     """Scale the gradients of ``parameters`` in place so that their total
     ``norm_type`` norm is at most ``max_norm``; returns the total norm before clipping.
 
-    Example:
+    Examples:
         >>> loss.backward()
         >>> nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
         tensor(3.2571)
@@ -82,7 +82,7 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm
 
 def clip_grad_norm(parameters: Tensor | Iterable[Tensor], max_norm: float, norm_type: float = 2.0,
                    error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
-    """Deprecated alias of :func:`clip_grad_norm_`."""
+    """Deprecated alias of ``clip_grad_norm_``."""
     warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
                   "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)

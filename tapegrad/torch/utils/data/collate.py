@@ -47,7 +47,7 @@ def default_collate(batch: list[Any]) -> Any:
     int64 tensors, strings kept as a list; dicts, named tuples, tuples and
     lists are collated field by field (a tuple becomes a list, as in PyTorch).
 
-    Example:
+    Examples:
         >>> default_collate([(torch.zeros(2), 0), (torch.ones(2), 1)])
         [tensor([[0., 0.],
                 [1., 1.]]), tensor([0, 1])]

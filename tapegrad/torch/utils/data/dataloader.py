@@ -31,7 +31,7 @@ class DataLoader:
         drop_last: leave out the last, short batch (default False).
         generator: the random generator of the shuffle (and of ``random_split``).
 
-    Example:
+    Examples:
         >>> loader = torch.utils.data.DataLoader(ds, batch_size=32, shuffle=True)
         >>> for xb, yb in loader: ...
     """

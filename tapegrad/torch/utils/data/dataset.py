@@ -40,7 +40,7 @@ class IterableDataset(Dataset):
 class TensorDataset(Dataset):
     """Samples are ``tuple(t[i] for t in tensors)``; the tensors share their first dimension.
 
-    Example:
+    Examples:
         >>> ds = torch.utils.data.TensorDataset(torch.randn(100, 3), torch.randn(100))
         >>> x0, y0 = ds[0]
     """
@@ -106,7 +106,7 @@ def random_split(dataset: Any, lengths: Sequence[int | float], generator: Any = 
     """Split ``dataset`` at random into subsets of the given lengths, or of the
     given fractions of its length (the remainder dealt one by one from the first).
 
-    Example:
+    Examples:
         >>> train, val = torch.utils.data.random_split(ds, [0.8, 0.2])
     """
     n = len(dataset)
