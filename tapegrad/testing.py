@@ -55,7 +55,7 @@ def _numeric_grad(s: Callable[..., float], args: list[Any], eps: float) -> list[
 
 def check_grads(f: Callable[..., Any], args: Sequence[Any], modes: Sequence[str] = ("fwd", "rev"),
                 order: int = 2, eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-6,
-                seed: int = 0, _depth: int = 1) -> None:
+                seed: int = 0) -> None:
     """Check the derivatives of ``f`` at ``args`` against central differences.
 
     Reverse mode compares ``vjp(f)(u)`` for a random cotangent ``u`` with the
@@ -72,6 +72,12 @@ def check_grads(f: Callable[..., Any], args: Sequence[Any], modes: Sequence[str]
     Raises:
         AssertionError: naming the mode, order, argument and worst entry.
     """
+    _check_grads(f, args, modes, order, eps, rtol, atol, seed, 1)
+
+
+def _check_grads(f: Callable[..., Any], args: Sequence[Any], modes: Sequence[str], order: int, eps: float,
+                 rtol: float, atol: float, seed: int, depth: int) -> None:
+    """``check_grads`` at derivative order ``depth`` (the name errors give)."""
     from tapegrad.transforms import vjp
 
     args = [np.asarray(a) for a in args]
@@ -84,7 +90,7 @@ def check_grads(f: Callable[..., Any], args: Sequence[Any], modes: Sequence[str]
         got = vjp_fn(tree_unflatten(out_def, [ui.astype(np.asarray(value(o)).dtype) if np.iscomplexobj(value(o)) else ui for ui, o in zip(u, out_leaves)]))
         want = _numeric_grad(_real_scalar_of(f, u), args, eps)
         for k, (g, w) in enumerate(zip(got, want)):
-            _compare(np.asarray(value(g)), w, f"reverse mode, order {_depth}, argument {k}", rtol, atol)
+            _compare(np.asarray(value(g)), w, f"reverse mode, order {depth}, argument {k}", rtol, atol)
     if "fwd" in modes:
         from tapegrad.transforms import jvp
 
@@ -95,7 +101,7 @@ def check_grads(f: Callable[..., Any], args: Sequence[Any], modes: Sequence[str]
         num = [(np.asarray(value(h)) - np.asarray(value(low))) / (2 * eps)
                for h, low in zip(tree_flatten(hi)[0], tree_flatten(lo)[0])]
         for k, (g, w) in enumerate(zip(tree_flatten(tan)[0], num)):
-            _compare(np.asarray(value(g)), w, f"forward mode, order {_depth}, output {k}", rtol, atol)
+            _compare(np.asarray(value(g)), w, f"forward mode, order {depth}, output {k}", rtol, atol)
     if order > 1:
         n = len(args)
         if "rev" in modes:
@@ -105,8 +111,7 @@ def check_grads(f: Callable[..., Any], args: Sequence[Any], modes: Sequence[str]
             def vjp_of_f(*xs_us: Any) -> Any:  # the VJP as a function of the inputs and the cotangent
                 return vjp(f, *xs_us[:n])[1](tree_unflatten(out_def, list(xs_us[n:])))
 
-            check_grads(vjp_of_f, [*args, *us], modes=("rev",), order=order - 1, eps=eps, rtol=rtol,
-                        atol=atol, seed=seed + 1, _depth=_depth + 1)
+            _check_grads(vjp_of_f, [*args, *us], ("rev",), order - 1, eps, rtol, atol, seed + 1, depth + 1)
         if "fwd" in modes:
             from tapegrad.transforms import jvp
 
@@ -115,8 +120,7 @@ def check_grads(f: Callable[..., Any], args: Sequence[Any], modes: Sequence[str]
             def jvp_of_f(*xs_ts: Any) -> Any:  # the JVP as a function of the inputs and the tangent
                 return jvp(f, tuple(xs_ts[:n]), tuple(xs_ts[n:]))[1]
 
-            check_grads(jvp_of_f, [*args, *ts], modes=("fwd",), order=order - 1, eps=eps, rtol=rtol,
-                        atol=atol, seed=seed + 1, _depth=_depth + 1)
+            _check_grads(jvp_of_f, [*args, *ts], ("fwd",), order - 1, eps, rtol, atol, seed + 1, depth + 1)
 
 
 def _compare(got: np.ndarray, want: np.ndarray, where: str, rtol: float, atol: float) -> None:

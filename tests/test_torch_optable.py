@@ -215,7 +215,7 @@ _NOT_AN_OP = {
     "backward", "detach", "detach_", "register_hook", "requires_grad_", "retain_grad",
     # shape, size and metadata queries
     "dim", "ndimension", "nelement", "numel", "size", "stride", "element_size", "is_complex",
-    "is_contiguous", "is_floating_point", "dtype_legacy_name", "type",
+    "is_contiguous", "is_floating_point", "type",
     # leaving the tensor world
     "item", "tolist", "numpy", "__array__", "__bool__", "__float__", "__int__", "__index__", "__complex__",
     "__len__", "__iter__", "__dlpack__", "__dlpack_device__", "__tapegrad_value__", "__tapegrad_box__",

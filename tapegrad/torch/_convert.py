@@ -181,14 +181,14 @@ class ConvertOps(_Base):
 
     def type(self, dtype: Any = None) -> Any:
         if dtype is None:
-            return f"torch.{self.dtype_legacy_name()}"
+            return f"torch.{self._legacy_dtype_name()}"
         if isinstance(dtype, str):
             dtype = {"torch.FloatTensor": D.float32, "torch.DoubleTensor": D.float64,
                      "torch.LongTensor": D.int64, "torch.IntTensor": D.int32,
                      "torch.BoolTensor": D.bool_}[dtype]
         return self.to(dtype)
 
-    def dtype_legacy_name(self) -> str:
+    def _legacy_dtype_name(self) -> str:
         return {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                 "int64": "LongTensor", "int32": "IntTensor", "bool": "BoolTensor",
                 "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",

@@ -104,7 +104,7 @@ class ReductionOps(_Base):
         if a.dtype.kind not in "fc":
             raise RuntimeError(
                 "mean(): could not infer output dtype. Input dtype must be either a floating "
-                f"point or complex dtype. Got: {self.dtype_legacy_name()[:-6]}"
+                f"point or complex dtype. Got: {self._legacy_dtype_name()[:-6]}"
             )
         kw = None if dim is None else {"axis": _dims(dim, a.ndim), "keepdims": keepdim}
         name = "MeanBackward0" if dim is None else "MeanBackward1"

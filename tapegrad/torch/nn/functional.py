@@ -486,7 +486,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     t = value(target._value)
     if t.dtype.kind not in "iu":
         raise RuntimeError(
-            f"expected target dtype to be Long or Byte, but got {target.dtype_legacy_name()[:-6]}")
+            f"expected target dtype to be Long or Byte, but got {target._legacy_dtype_name()[:-6]}")
     cls_axis = 0 if lp.ndim == 1 else 1
     if type(t) is Traced or type(value(lp)) is Traced:  # batched by vmap
         return _result(_nll_batched(lp, t, weight, ignore_index, reduction, cls_axis), "NllLossBackward0",
