@@ -182,8 +182,8 @@ inf = _np.inf
 nan = _np.nan
 newaxis = None
 
-# what `from tapegrad.numpy import *` and type checkers see (a test keeps it in step with
-# the names above); the non-differentiable functions of wrap.nondiff join at the end
+# what `from tapegrad.numpy import *` and type checkers (mypy --strict) see; tests/test_packaging.py
+# keeps it in step with the names above. The non-differentiable functions of wrap.nondiff join at the end
 __all__ = [
     "fft", "linalg", "primitives", "abs", "absolute", "add", "amax", "amin", "angle", "append",
     "arange", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "array",
