@@ -22,7 +22,7 @@ the target's contours with those of the fitted q.
 
 matplotlib is optional: without it the fit runs and the plot is skipped.
 
-Run: python examples/bbvi.py [--out bbvi.png] [--small]
+Run: python examples/bbvi.py [--out PATH (default examples/out/bbvi.png)] [--small]
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import argparse
 import time
 
 import numpy as np
+from _output import default_output, ready
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
@@ -53,7 +54,7 @@ def elbo(params, eps):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="bbvi.png", help="where to write the plot (PNG)")
+    parser.add_argument("--out", default=default_output("bbvi.png"), help="where to write the plot (PNG)")
     parser.add_argument("--steps", type=int, default=None, help="optimizer steps (default 1000, 300 with --small)")
     parser.add_argument("--samples", type=int, default=64, help="Monte Carlo samples per gradient")
     parser.add_argument("--small", action="store_true", help="fewer steps (a quick run)")
@@ -108,7 +109,7 @@ def main() -> None:
     ax.set_title(f"black-box VI: ELBO {elbo0:.2f} -> {elbo1:.3f}", fontsize=10)
     ax.legend(loc="lower right")
     fig.tight_layout()
-    fig.savefig(args.out, dpi=80 if args.small else 120)
+    fig.savefig(ready(args.out), dpi=80 if args.small else 120)
     print(f"wrote {args.out}")
 
 

@@ -16,7 +16,7 @@ posterior mean +- 2 standard deviations.
 
 matplotlib is optional: without it the fit runs and the plot is skipped.
 
-Run: python examples/gaussian_process.py [--out gaussian_process.png] [--small]
+Run: python examples/gaussian_process.py [--out PATH (default examples/out/gaussian_process.png)] [--small]
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import argparse
 import time
 
 import numpy as np
+from _output import default_output, ready
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
@@ -68,7 +69,7 @@ def posterior(params: np.ndarray, x: np.ndarray, y: np.ndarray, xs: np.ndarray) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="gaussian_process.png", help="where to write the plot (PNG)")
+    parser.add_argument("--out", default=default_output("gaussian_process.png"), help="where to write the plot (PNG)")
     parser.add_argument("--steps", type=int, default=None, help="optimizer steps (default 300, 120 with --small)")
     parser.add_argument("--small", action="store_true", help="fewer points and steps (a quick run)")
     args = parser.parse_args()
@@ -128,9 +129,10 @@ def main() -> None:
     ax.plot(x, y, "k.", label="data")
     ax.set_title("GP regression: " + ", ".join(f"{n} {v:.3g}" for n, v in zip(NAMES, learned)), fontsize=10)
     ax.set_xlabel("x")
+    ax.set_ylabel("y")
     ax.legend(loc="lower left")
     fig.tight_layout()
-    fig.savefig(args.out, dpi=80 if args.small else 120)
+    fig.savefig(ready(args.out), dpi=80 if args.small else 120)
     print(f"wrote {args.out}")
 
 

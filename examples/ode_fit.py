@@ -16,7 +16,7 @@ the fit.
 SciPy is required (``odeint`` is SciPy's LSODA); matplotlib is optional:
 without it the fit runs and the plot is skipped.
 
-Run: python examples/ode_fit.py [--out ode_fit.png] [--small]
+Run: python examples/ode_fit.py [--out PATH (default examples/out/ode_fit.png)] [--small]
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import argparse
 import time
 
 import numpy as np
+from _output import default_output, ready
 from scipy.optimize import minimize
 
 import tapegrad as tg
@@ -45,7 +46,7 @@ def oscillator(y, t, log_params):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="ode_fit.png", help="where to write the plot (PNG)")
+    parser.add_argument("--out", default=default_output("ode_fit.png"), help="where to write the plot (PNG)")
     parser.add_argument("--small", action="store_true", help="fewer observations, looser tolerances (a quick run)")
     args = parser.parse_args()
     start = time.perf_counter()
@@ -111,7 +112,7 @@ def main() -> None:
     ax.set_ylabel("x(t)")
     ax.legend(loc="upper right")
     fig.tight_layout()
-    fig.savefig(args.out, dpi=80 if args.small else 120)
+    fig.savefig(ready(args.out), dpi=80 if args.small else 120)
     print(f"wrote {args.out}")
 
 

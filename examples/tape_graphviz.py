@@ -6,7 +6,7 @@ order), the gradient, and writes ``tape.to_dot()`` to a .dot file. If the
 Graphviz ``dot`` program is on PATH it also renders a PNG; otherwise it says
 it skipped that step.
 
-Run: python examples/tape_graphviz.py [OUTPUT_STEM] [--small]
+Run: python examples/tape_graphviz.py [OUTPUT_STEM (default examples/out/tape)] [--small]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import shutil
 import subprocess
 
 import numpy as np
+from _output import default_output, ready
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
@@ -23,7 +24,8 @@ import tapegrad.numpy as tnp
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("stem", nargs="?", default="tape", help="writes STEM.dot (and STEM.png)")
+    parser.add_argument("stem", nargs="?", default=default_output("tape"),
+                        help="writes STEM.dot (and STEM.png)")
     parser.add_argument("--small", action="store_true", help="accepted for uniformity; the "
                         "example is already small")
     args = parser.parse_args()
@@ -43,7 +45,7 @@ def main() -> None:
     gx, gw = tape.gradient(y, (x, w))
     print("dy/dw =\n", gw)
 
-    dot_path = f"{args.stem}.dot"
+    dot_path = ready(f"{args.stem}.dot")
     with open(dot_path, "w") as fh:
         fh.write(tape.to_dot() + "\n")
     print(f"wrote {dot_path}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,19 +17,37 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
 
-def run_example(name: str, cwd: Path, *args: str, timeout: float = 60, path_first: Path | None = None) -> str:
-    """Run examples/NAME.py --small in ``cwd``; return its stdout (fail on a non-zero exit).
+def listing(folder: Path) -> set[Path]:
+    return set(folder.rglob("*")) if folder.exists() else set()
+
+
+def run_example(name: str, cwd: Path, *args: str, timeout: float = 60, path_first: Path | None = None,
+                examples: Path = EXAMPLES) -> str:
+    """Run NAME.py --small from the folder ``examples`` in ``cwd``; return its stdout (fail
+    on a non-zero exit, or if it wrote into the repository's root or examples/out/).
     ``path_first``: a directory put ahead of everything on ``PYTHONPATH``."""
+    before = set(ROOT.iterdir()), listing(EXAMPLES / "out")
     env = dict(os.environ)
     first = [str(path_first)] if path_first is not None else []
     env["PYTHONPATH"] = os.pathsep.join([*first, str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["MPLBACKEND"] = "Agg"
     proc = subprocess.run(
-        [sys.executable, str(EXAMPLES / f"{name}.py"), *args, "--small"],
+        [sys.executable, str(examples / f"{name}.py"), *args, "--small"],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
     )
     assert proc.returncode == 0, f"{name} exited with {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+    assert (set(ROOT.iterdir()), listing(EXAMPLES / "out")) == before, f"{name} wrote into the repository"
     return proc.stdout
+
+
+def copy_examples(dest: Path, *names: str) -> Path:
+    """Copy the examples NAMES (and the helper that places their files) to DEST/examples,
+    so that their default outputs land in DEST/examples/out/, not the repository's."""
+    folder = dest / "examples"
+    folder.mkdir(parents=True)
+    for name in (*names, "_output"):
+        shutil.copy(EXAMPLES / f"{name}.py", folder)
+    return folder
 
 
 def test_quickstart(tmp_path):
@@ -45,9 +64,13 @@ def test_higher_derivatives(tmp_path):
 
 
 def test_higher_derivatives_default_output(tmp_path):
+    """By default the plot goes to examples/out/ (created), named relative to the
+    current directory when that is the repository root."""
     pytest.importorskip("matplotlib")
-    run_example("higher_derivatives", tmp_path)
-    assert (tmp_path / "tanh_derivatives.png").exists()
+    out = run_example("higher_derivatives", tmp_path, examples=copy_examples(tmp_path, "higher_derivatives"))
+    assert f"wrote {Path('examples', 'out', 'tanh_derivatives.png')}" in out
+    assert is_png(tmp_path / "examples" / "out" / "tanh_derivatives.png")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["examples"]
 
 
 def test_newton_rosenbrock_reaches_minimum(tmp_path):
@@ -86,6 +109,28 @@ def test_tape_graphviz(tmp_path):
         assert not (tmp_path / "mytape.png").exists()
     else:
         assert (tmp_path / "mytape.png").exists()
+
+
+def test_tape_graphviz_default_output(tmp_path):
+    work = tmp_path / "work"  # run from another folder: the files still go to examples/out/
+    work.mkdir()
+    folder = copy_examples(tmp_path, "tape_graphviz")
+    out = run_example("tape_graphviz", work, examples=folder)
+    assert f"wrote {folder / 'out' / 'tape.dot'}" in out
+    assert (folder / "out" / "tape.dot").read_text().startswith("digraph tape {")
+    assert not list(work.iterdir())
+
+
+def test_examples_that_write_files_default_to_examples_out():
+    """Every example that saves a file takes its default path from _output.default_output
+    (examples/out/), and creates the folder it writes into with _output.ready."""
+    writers = [p for p in EXAMPLES.glob("*.py")
+               if p.name != "_output.py" and re.search(r"savefig\(|open\([^)]*[\"']w", p.read_text())]
+    assert {p.stem for p in writers} >= {"higher_derivatives", "tape_graphviz", "gaussian_process", "bbvi", "ode_fit"}
+    for path in writers:
+        text = path.read_text()
+        assert "default=default_output(" in text, f"{path.name}: its default output is not under examples/out/"
+        assert "ready(" in text, f"{path.name}: does not create the folder it writes into"
 
 
 def test_train_digits_jit(tmp_path):
@@ -144,19 +189,21 @@ def test_gaussian_process_raises_the_likelihood(tmp_path):
 
 
 def test_gaussian_process_default_output_and_no_matplotlib(tmp_path):
-    """Without matplotlib the example still fits and says it skipped the plot; with it,
-    the plot goes to the current directory by default."""
+    """Without matplotlib the example still fits and says it skipped the plot (and
+    writes nothing); with it, the plot goes to examples/out/ by default."""
     blocker = tmp_path / "blocker"
     (blocker / "matplotlib").mkdir(parents=True)
     (blocker / "matplotlib" / "__init__.py").write_text("raise ImportError('blocked for the test')\n")
     work = tmp_path / "work"
     work.mkdir()
-    out = run_example("gaussian_process", work, path_first=blocker)
+    folder = copy_examples(tmp_path, "gaussian_process")
+    out = run_example("gaussian_process", work, path_first=blocker, examples=folder)
     assert "the log marginal likelihood went up" in out and "skipped the plot" in out
-    assert not list(work.iterdir())
+    assert not list(work.iterdir()) and not (folder / "out").exists()
     if importlib.util.find_spec("matplotlib") is not None:
-        run_example("gaussian_process", work)
-        assert is_png(work / "gaussian_process.png")
+        run_example("gaussian_process", work, examples=folder)
+        assert is_png(folder / "out" / "gaussian_process.png")
+        assert not list(work.iterdir())
 
 
 def test_bbvi_raises_the_elbo(tmp_path):
@@ -181,7 +228,7 @@ def test_ode_fit_recovers_the_parameters(tmp_path):
 
 
 def test_examples_have_docstrings():
-    for path in EXAMPLES.glob("*.py"):
+    for path in EXAMPLES.glob("*.py"):  # (_output.py too, which says it is not an example)
         text = path.read_text()
         assert text.lstrip().startswith('"""'), f"{path.name} has no module docstring"
 

@@ -182,6 +182,28 @@ inf = _np.inf
 nan = _np.nan
 newaxis = None
 
+# what `from tapegrad.numpy import *` and type checkers (mypy --strict) see; tests/test_packaging.py
+# keeps it in step with the names above. The non-differentiable functions of wrap.nondiff join at the end
+__all__ = [
+    "fft", "linalg", "primitives", "abs", "absolute", "add", "amax", "amin", "angle", "append",
+    "arange", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "array",
+    "array_split", "asarray", "astype", "atleast_1d", "atleast_2d", "atleast_3d", "average",
+    "broadcast_to", "c_", "cbrt", "clip", "column_stack", "concatenate", "conj", "conjugate",
+    "copy", "cos", "cosh", "cross", "cumprod", "cumsum", "deg2rad", "degrees", "diag", "diagonal",
+    "diff", "divide", "dot", "dsplit", "dstack", "e", "einsum", "empty", "exp", "exp2",
+    "expand_dims", "expm1", "eye", "fabs", "flip", "fliplr", "flipud", "fmax", "fmin", "fmod",
+    "full", "full_like", "gradient", "hsplit", "hstack", "hypot", "identity", "imag", "inf",
+    "inner", "kron", "linspace", "log", "log10", "log1p", "log2", "logaddexp", "logaddexp2",
+    "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum", "mod", "moveaxis",
+    "multiply", "nan", "nan_to_num", "negative", "newaxis", "ones", "outer", "pad", "partition",
+    "pi", "positive", "power", "prod", "r_", "rad2deg", "radians", "ravel", "real", "real_if_close",
+    "reciprocal", "remainder", "repeat", "reshape", "roll", "rollaxis", "rot90", "select", "sin",
+    "sinc", "sinh", "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum",
+    "swapaxes", "take", "take_along_axis", "tan", "tanh", "tensordot", "tile", "trace", "transpose",
+    "tril", "triu", "true_divide", "var", "vdot", "vsplit", "vstack", "where", "zeros"
+]
+__all__ += sorted(_w.nondiff)
+
 _methods.install()
 
 
