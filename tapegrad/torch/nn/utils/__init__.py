@@ -1,5 +1,6 @@
-"""``torch.nn.utils``: gradient clipping and parameter/vector conversion."""
+"""``torch.nn.utils``: gradient clipping, parameter/vector conversion and ``rnn`` (packed sequences)."""
 
+from tapegrad.torch.nn.utils import rnn
 from tapegrad.torch.nn.utils.clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -11,5 +12,5 @@ from tapegrad.torch.nn.utils.convert_parameters import parameters_to_vector, vec
 
 __all__ = [
     "clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
-    "parameters_to_vector", "vector_to_parameters",
+    "parameters_to_vector", "rnn", "vector_to_parameters",
 ]
