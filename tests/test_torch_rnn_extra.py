@@ -56,6 +56,14 @@ def test_lstm_primitives_values_and_gradients_to_second_order() -> None:
     tg.check_grads(lambda g, c: lstm_h(g, lstm_c(g, c)), (gates, c), modes=("rev",), order=2)
     batched = tg.vmap(lstm_c, in_axes=(0, None))(np.stack([gates, -gates]), c)
     np.testing.assert_allclose(batched[1], lstm_c(-gates, c), rtol=1e-13)
+    G, C = rng.normal(size=(4, 3, 8)), rng.normal(size=(4, 3, 2))
+    loss = lambda g, c: tg.numpy.sum(lstm_h(g, lstm_c(g, c)) ** 2)  # noqa: E731
+    for axes, args in (((0, None), (G, c)), ((None, 0), (gates, C)), ((0, 0), (G, C))):
+        for k in (0, 1):
+            got = tg.vmap(tg.grad(loss, argnums=k), in_axes=axes)(*args)
+            want = [tg.grad(loss, argnums=k)(*(a[i] if ax == 0 else a for a, ax in zip(args, axes)))
+                    for i in range(4)]
+            np.testing.assert_allclose(got, np.stack(want), rtol=1e-12, atol=1e-14)
 
 
 def test_lstm_layer_equals_its_written_out_cell_and_differentiates_twice() -> None:

@@ -25,9 +25,9 @@ import math
 import warnings
 from typing import Any
 
+import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.backend import array_module
-from tapegrad.batching import defbatch
 from tapegrad.primitive import REGISTRY, defvjp, mark_batched, primitive
 from tapegrad.torch._creation import cat, empty, stack, zeros
 from tapegrad.torch._tensor import Tensor, _result
@@ -122,8 +122,17 @@ lstm_h = primitive(_lstm_h, "lstm_h")
 defvjp(lstm_c, _vjp_lstm_c_gates, lambda ans, gates, c: lambda g: g * _sig(gates[..., c.shape[-1]:2 * c.shape[-1]]))
 defvjp(lstm_h, _vjp_lstm_h_gates,
        lambda ans, gates, c: lambda g: g * _sig(gates[..., 3 * c.shape[-1]:]) * (1 - tnp.tanh(c) ** 2))
-for _p in (lstm_c, lstm_h):  # elementwise over leading axes: the batch broadcasts as it is
-    defbatch(_p, lambda args, batched, size, _p=_p: _p(*args))
+
+
+def _batch_rule(prim: Any) -> Any:
+    """Both arguments batched alike (an unbatched one broadcast), then one call."""
+    def rule(args: Any, batched: Any, size: int) -> Any:
+        return prim(*[a if b else tnp.broadcast_to(a, (size, *tnp.shape(a))) for a, b in zip(args, batched)])
+    return rule
+
+
+tg.defbatch(lstm_c, _batch_rule(lstm_c))
+tg.defbatch(lstm_h, _batch_rule(lstm_h))
 mark_batched(_OWN_FROM)
 
 
