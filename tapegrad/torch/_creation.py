@@ -46,6 +46,7 @@ class Generator:
     Draws are NumPy's PCG64 stream: reproducible per seed, but not the numbers
     PyTorch's generator gives for the same seed.
 
+    Examples:
         >>> g = torch.Generator().manual_seed(0)
         >>> a = torch.randn(3, generator=g)
         >>> torch.equal(a, torch.randn(3, generator=torch.Generator().manual_seed(0)))

@@ -110,7 +110,7 @@ def random_split(dataset: Any, lengths: Sequence[int | float], generator: Any = 
     though not the split PyTorch gives. Returns the list of ``Subset``.
 
     Example:
-        >>> train, val = torch.utils.data.random_split(ds, [0.8, 0.2], generator=torch.Generator().manual_seed(0))
+        >>> train, val = torch.utils.data.random_split(ds, [0.8, 0.2])
     """
     n = len(dataset)
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
