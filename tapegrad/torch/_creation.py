@@ -86,12 +86,12 @@ class Generator:
         return self._seed
 
     def get_state(self) -> Tensor:
-        """The generator's state as a uint8 tensor (for :meth:`set_state`)."""
+        """The generator's state as a uint8 tensor (for ``set_state``)."""
         state = {"seed": self._seed, "bit_generator": self.numpy_generator.bit_generator.state}
         return _new(np.frombuffer(json.dumps(state).encode(), dtype=np.uint8).copy())
 
     def set_state(self, new_state: Tensor) -> Generator:
-        """Restore a state that :meth:`get_state` returned; returns the generator."""
+        """Restore a state that ``get_state`` returned; returns the generator."""
         if not isinstance(new_state, Tensor) or new_state.dtype != D.uint8:
             raise TypeError("RNG state must be a torch.ByteTensor")
         try:
@@ -164,7 +164,7 @@ def get_rng_state() -> Tensor:
 
 
 def set_rng_state(new_state: Tensor) -> None:
-    """Restore the default generator's state from :func:`get_rng_state`."""
+    """Restore the default generator's state from ``get_rng_state``."""
     default_generator.set_state(new_state)
 
 

@@ -52,8 +52,8 @@ def invert_permutation(permutation: Tensor | None) -> Tensor | None:
 class PackedSequence(_PackedSequenceBase):
     """A batch of sequences of different lengths, packed step by step (see the
     module docstring); a named tuple ``(data, batch_sizes, sorted_indices,
-    unsorted_indices)``. Made by :func:`pack_padded_sequence` and
-    :func:`pack_sequence`, not by hand."""
+    unsorted_indices)``. Made by ``pack_padded_sequence`` and
+    ``pack_sequence``, not by hand."""
 
     def __new__(cls, data: Any, batch_sizes: Tensor | None = None, sorted_indices: Tensor | None = None,
                 unsorted_indices: Tensor | None = None) -> PackedSequence:
@@ -161,7 +161,7 @@ def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
 
 def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, padding_value: float = 0.0,
                         total_length: int | None = None) -> tuple[Tensor, Tensor]:
-    """The inverse of :func:`pack_padded_sequence`: ``(padded, lengths)``.
+    """The inverse of ``pack_padded_sequence``: ``(padded, lengths)``.
 
     ``padded`` is ``(T, B, *)`` (``(B, T, *)`` with ``batch_first``), the
     sequences in their original order, ``padding_value`` after each one's
@@ -231,14 +231,14 @@ def pad_sequence(sequences: Sequence[Tensor], batch_first: bool = False, padding
 
 
 def pack_sequence(sequences: Sequence[Tensor], enforce_sorted: bool = True) -> PackedSequence:
-    """Pack tensors of shapes ``(L_i, *)``: :func:`pad_sequence` then
-    :func:`pack_padded_sequence` with their lengths."""
+    """Pack tensors of shapes ``(L_i, *)``: ``pad_sequence`` then
+    ``pack_padded_sequence`` with their lengths."""
     lengths = [s.shape[0] for s in sequences]
     return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
 
 
 def unpad_sequence(padded_sequences: Tensor, lengths: Any, batch_first: bool = False) -> list[Tensor]:
-    """The inverse of :func:`pad_sequence`: the list of the sequences, each cut to its length."""
+    """The inverse of ``pad_sequence``: the list of the sequences, each cut to its length."""
     lens = _ints(lengths)
     if batch_first:
         return [padded_sequences[b, : int(n)] for b, n in enumerate(lens)]
@@ -246,6 +246,6 @@ def unpad_sequence(padded_sequences: Tensor, lengths: Any, batch_first: bool = F
 
 
 def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor]:
-    """The inverse of :func:`pack_sequence`: the list of the sequences, in their original order."""
+    """The inverse of ``pack_sequence``: the list of the sequences, in their original order."""
     padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
     return unpad_sequence(padded, lengths, batch_first=True)
