@@ -146,6 +146,12 @@ def test_packing_gradients_are_one_scatter() -> None:
     want[2:, 0] = 0
     want[3:, 2] = 0
     np.testing.assert_array_equal(x.grad.numpy(), want)
+    seqs = [torch.randn(n, 2, dtype=torch.float64, requires_grad=True) for n in (3, 1, 2)]
+    padded = R.pad_sequence(seqs, batch_first=True, padding_side="left")
+    (padded * torch.arange(1.0, 19.0, dtype=torch.float64).reshape(3, 3, 2)).sum().backward()
+    assert seqs[0].grad.tolist() == [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+    assert seqs[1].grad.tolist() == [[11.0, 12.0]]
+    assert seqs[2].grad.tolist() == [[15.0, 16.0], [17.0, 18.0]]
 
 
 @pytest.mark.parametrize("kw", [dict(batch_first=False, enforce_sorted=True),
