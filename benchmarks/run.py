@@ -43,6 +43,10 @@ forward + backward of the same function, run in the same process):
     against a hand-written per-example gradient (``einsum`` over the batch),
     and against a Python loop of ``tg.grad`` (benchmarks/vmap_bench.py);
     ``torch.func.vmap(grad)`` as a peer column when PyTorch is importable.
+(k) One training step (forward, backward, SGD) of a one-layer LSTM, batch 32,
+    32 steps, 32 -> 128, float32, in ``tapegrad.torch`` against the same step
+    in PyTorch eager on one thread (benchmarks/torch_models.py): here the
+    reference column is PyTorch, not NumPy (no row without PyTorch).
 
 How: ``OMP/OPENBLAS/MKL_NUM_THREADS`` default to 1 before NumPy is imported
 (and ``threadpoolctl`` limits BLAS to one thread when it is installed). Each
@@ -109,14 +113,14 @@ import tapegrad.numpy as tnp
 Params = dict[str, np.ndarray]
 Sampler = Callable[[], float]  # runs once, returns the seconds of its timed part
 
-CASES = ("a", "b", "c", "d", "e", "f", "g", "h", "i")
+CASES = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "k")
 CHAIN_ITERS = 333  # (a): 333 x (sin, mul, add) + a final sum = 1,000 ops
 CHAIN_OPS = 3 * CHAIN_ITERS + 1
 A_MUL, A_ADD = 1.0001, 0.1
 C_MUL = 1.0000001  # (c): one multiply per entry
 LAYERS = (64, 512, 512, 10)
 TARGETS = {"a": 3.0, "b": 1.0, "c": 2.0, "d": 1.0, "e": 3.0, "f": 1.2, "g": 1.2, "h": 1.1,
-           "i": 1.5}  # tapegrad / numpy
+           "i": 1.5, "k": 3.0}  # tapegrad / numpy (k: tapegrad.torch / PyTorch eager)
 JIT_TARGETS = {"a": 1.2, "b f64": 0.85, "b f32": 1.0, "h": 1.0,  # tg.jit / numpy
                "e hessian": 2.0, "e hvp": 1.5, "e d3": 4.0}
 FIRST_CALL_MS = 50.0  # absolute: the first call of tg.jit(value_and_grad(MLP loss)), f64
@@ -921,9 +925,23 @@ def case_i(s: Settings, peers: list[Peer]) -> list[Row]:
                 tapegrad=med["tapegrad"], target=0.25)]
 
 
+def case_k(s: Settings, peers: list[Peer]) -> list[Row]:
+    """An LSTM training step in tapegrad.torch against PyTorch eager (one thread)."""
+    import torch_models  # benchmarks/torch_models.py
+
+    med = torch_models.run_lstm(s.a_repeats < 10)
+    if "torch" not in med:
+        return [Row("k", "LSTM step, batch 32, 32 steps, 32->128, f32", "ms", tapegrad=med["tapegrad"] * 1e3,
+                    note="PyTorch is not importable: no reference")]
+    return [Row("k", "LSTM step vs PyTorch eager, batch 32, 32 steps, 32->128, f32", "ms",
+                numpy=med["torch"] * 1e3, tapegrad=med["tapegrad"] * 1e3,
+                peers={"torch": med["torch"] * 1e3} if any(p.name == "torch" for p in peers) else {},
+                note="the reference column of (k) is PyTorch eager on one thread, not NumPy")]
+
+
 CASE_FUNCS: dict[str, Callable[[Settings, list[Peer]], list[Row]]] = {
     "a": case_a, "b": case_b, "c": case_c, "d": case_d, "e": case_e, "f": case_f, "g": case_g,
-    "h": case_h, "i": case_i,
+    "h": case_h, "i": case_i, "k": case_k,
 }
 CASE_LABELS = {
     "a": ("1,000-op chain, (4,) f64, fwd+bwd", "us/op"),
@@ -935,6 +953,7 @@ CASE_LABELS = {
     "g": ("linalg gradients vs formulas, n=500", "ms"),
     "h": ("train_digits epoch vs NumPy", "ms"),
     "i": ("per-example gradients, vmap(grad)", "ms"),
+    "k": ("LSTM training step vs PyTorch eager", "ms"),
 }
 
 

@@ -218,7 +218,7 @@ def make_trainer(style: str, X: np.ndarray, y: np.ndarray, seed: int,
     if style == "torch":
         import tapegrad.torch as torch
 
-        rng = torch.manual_seed(seed)
+        rng = torch.manual_seed(seed).numpy_generator
     else:
         rng = np.random.default_rng(seed)
     step, predict = (jit_trainer if jit else TRAINERS[style])(X, y, rng)

@@ -32,6 +32,7 @@ from tapegrad.torch._creation import (
     BoolTensor,
     DoubleTensor,
     FloatTensor,
+    Generator,
     IntTensor,
     LongTensor,
     arange,
@@ -40,6 +41,7 @@ from tapegrad.torch._creation import (
     cat,
     concat,
     concatenate,
+    default_generator,
     einsum,
     empty,
     empty_like,
@@ -48,7 +50,9 @@ from tapegrad.torch._creation import (
     from_numpy,
     full,
     full_like,
+    get_rng_state,
     hstack,
+    initial_seed,
     is_tensor,
     linspace,
     manual_seed,
@@ -63,6 +67,7 @@ from tapegrad.torch._creation import (
     randn_like,
     randperm,
     seed,
+    set_rng_state,
     stack,
     tensor,
     vstack,
@@ -132,7 +137,8 @@ __all__ = [
     "randperm", "seed", "set_anomaly_enabled", "set_default_dtype", "set_grad_enabled", "short", "stack", "tensor",
     "uint8", "vmap", "vstack", "where", "zeros", "zeros_like", "nn", "optim", "utils",
     "load", "save", "serialization", "linalg", "svd", "accelerator",
-    "set_default_device", "get_default_device",
+    "set_default_device", "get_default_device", "Generator", "default_generator", "initial_seed",
+    "get_rng_state", "set_rng_state",
 ]
 
 # the function forms of tensor methods: torch.exp(x), torch.sum(x, dim=0), ... (the op table's rows)

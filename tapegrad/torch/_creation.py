@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import builtins
+import functools
+import json
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, cast
@@ -17,25 +19,153 @@ from tapegrad.torch._promote import _promote, _shape_arg
 from tapegrad.torch._tensor import Tensor, _new, _result, _v
 from tapegrad.tracer import Traced, value
 
-_state: dict[str, Any] = {"rng": np.random.default_rng()}
-
 REQUIRES_FLOAT = "Only Tensors of floating point and complex dtype can require gradients"
 
 
-def _rng() -> np.random.Generator:
-    return _state["rng"]
+def _fresh_seed() -> int:
+    return int(cast(int, np.random.SeedSequence().entropy) % (2**63))  # entropy is an int when none is given
 
 
-def manual_seed(seed: int) -> Any:
-    """Seed the facade's random number generator (NumPy's, not PyTorch's stream)."""
-    _state["rng"] = np.random.default_rng(seed)
-    return _state["rng"]
+def _seed_arg(seed: Any) -> int:
+    """A seed as PyTorch takes it: an int in [-2**63, 2**64), negatives wrapped to 64 bits."""
+    if isinstance(seed, Tensor):
+        seed = seed.item()
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
+    seed = int(seed)
+    if not -(2**63) <= seed < 2**64:
+        raise ValueError("Overflow when unpacking long long" if seed > 0 else
+                         "Seed must be within the range [-0x8000_0000_0000_0000, 0xffff_ffff_ffff_ffff]")
+    return seed % 2**64
+
+
+class Generator:
+    """A random number generator for the facade's random functions
+    (``torch.randn(..., generator=g)``, ``randperm``, ``DataLoader(generator=g)``...).
+
+    Draws are NumPy's PCG64 stream: reproducible per seed, but not the numbers
+    PyTorch's generator gives for the same seed.
+
+    Examples:
+        >>> g = torch.Generator().manual_seed(0)
+        >>> a = torch.randn(3, generator=g)
+        >>> torch.equal(a, torch.randn(3, generator=torch.Generator().manual_seed(0)))
+        True
+    """
+
+    _DEFAULT_SEED = 67280421310721  # PyTorch's initial seed of a new Generator
+
+    def __init__(self, device: Any = "cpu") -> None:
+        self.device = D.device(device)
+        self._seed = self._DEFAULT_SEED
+        self._np = np.random.default_rng(self._seed)
+
+    @property
+    def numpy_generator(self) -> Any:
+        """The NumPy ``Generator`` the draws come from (tapegrad's own; code that
+        wants the facade's stream in NumPy draws from it)."""
+        return self._np
+
+    def _set_numpy(self, rng: Any) -> None:
+        self._np = rng
+
+    def manual_seed(self, seed: Any) -> Generator:
+        """Seed this generator (an int in [-2**63, 2**64)); returns it."""
+        self._seed = _seed_arg(seed)
+        self._set_numpy(np.random.default_rng(self._seed))
+        return self
+
+    def seed(self) -> int:
+        """Seed this generator from the operating system's entropy; returns the seed."""
+        s = _fresh_seed()
+        self.manual_seed(s)
+        return s
+
+    def initial_seed(self) -> int:
+        """The seed this generator was last seeded with."""
+        return self._seed
+
+    def get_state(self) -> Tensor:
+        """The generator's state as a uint8 tensor (for ``set_state``)."""
+        state = {"seed": self._seed, "bit_generator": self.numpy_generator.bit_generator.state}
+        return _new(np.frombuffer(json.dumps(state).encode(), dtype=np.uint8).copy())
+
+    def set_state(self, new_state: Tensor) -> Generator:
+        """Restore a state that ``get_state`` returned; returns the generator."""
+        if not isinstance(new_state, Tensor) or new_state.dtype != D.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        try:
+            state = json.loads(value(new_state._value).tobytes().decode())
+            rng = np.random.Generator(getattr(np.random, state["bit_generator"]["bit_generator"])())
+            rng.bit_generator.state = state["bit_generator"]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise RuntimeError("Generator.set_state: the tensor is not a state from Generator.get_state") from exc
+        self._seed = int(state["seed"])
+        self._set_numpy(rng)
+        return self
+
+    def clone_state(self) -> Generator:
+        """A new generator in this one's state."""
+        return Generator(self.device).set_state(self.get_state())
+
+    def __repr__(self) -> str:
+        return f"<torch.Generator object at {id(self):#x}>"
+
+
+class _DefaultGenerator(Generator):
+    """``torch.default_generator``: the generator ``torch.manual_seed`` seeds and
+    the random functions use when given none (its NumPy generator lives in
+    ``_state``, where ``vmap``'s randomness modes put their own view of it)."""
+
+    def __init__(self) -> None:
+        self.device = D.device("cpu")
+        self._seed = _fresh_seed()
+        _state["rng"] = np.random.default_rng(self._seed)
+
+    @property
+    def numpy_generator(self) -> Any:
+        return _state["rng"]
+
+    def _set_numpy(self, rng: Any) -> None:
+        _state["rng"] = rng
+
+
+_state: dict[str, Any] = {}
+default_generator = _DefaultGenerator()
+
+
+def _rng(generator: Generator | None = None) -> Any:
+    """The NumPy generator to draw from: ``generator``'s, else the default one's."""
+    if generator is None:
+        return _state["rng"]
+    if not isinstance(generator, Generator):
+        raise TypeError(f"generator must be a tapegrad.torch.Generator, got {type(generator).__name__}")
+    return generator.numpy_generator
+
+
+def manual_seed(seed: Any) -> Generator:
+    """Seed the default generator (NumPy's stream, not PyTorch's); returns ``torch.default_generator``."""
+    return default_generator.manual_seed(seed)
 
 
 def seed() -> int:
-    s = int(cast(int, np.random.SeedSequence().entropy) % (2**63))  # entropy is an int when none is given
-    manual_seed(s)
-    return s
+    """Seed the default generator from the operating system's entropy; returns the seed."""
+    return default_generator.seed()
+
+
+def initial_seed() -> int:
+    """The seed the default generator was last seeded with."""
+    return default_generator.initial_seed()
+
+
+def get_rng_state() -> Tensor:
+    """The default generator's state (a uint8 tensor)."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state: Tensor) -> None:
+    """Restore the default generator's state from ``get_rng_state``."""
+    default_generator.set_state(new_state)
 
 
 def _finish(arr: Any, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
@@ -195,33 +325,40 @@ def _not_for(name: str, dt: Any, kinds: str, exc: type[Exception] = NotImplement
         raise exc(f"\"{name}\" not implemented for '{SCALAR_TYPE.get(dt.name, dt.name)}'")
 
 
-def _uniform(shape: tuple[int, ...], dt: Any) -> Any:
+def _uniform(shape: tuple[int, ...], dt: Any, generator: Generator | None = None) -> Any:
     _not_for("check_uniform_bounds", dt, "biu")
-    r = _rng().random(shape)
-    return (r + 1j * _rng().random(shape) if dt.kind == "c" else r).astype(dt)
+    rng = _rng(generator)
+    r = rng.random(shape)
+    return (r + 1j * rng.random(shape) if dt.kind == "c" else r).astype(dt)
 
 
-def _normal(shape: tuple[int, ...], dt: Any) -> Any:
+def _normal(shape: tuple[int, ...], dt: Any, generator: Generator | None = None) -> Any:
     _not_for("normal_kernel_cpu", dt, "biu")
+    rng = _rng(generator)
     if dt.kind == "c":  # PyTorch's complex normal: unit variance in all, half in each part
-        return ((_rng().standard_normal(shape) + 1j * _rng().standard_normal(shape)) / np.sqrt(2)).astype(dt)
-    return _rng().standard_normal(shape).astype(dt)
+        return ((rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) / np.sqrt(2)).astype(dt)
+    return rng.standard_normal(shape).astype(dt)
 
 
-def _factory(name: str, fn: Callable[[Any, Any], Any]) -> Any:
+def _factory(name: str, fn: Callable[..., Any], random: bool = False) -> Any:
+    """``zeros``, ``rand``...: ``fn(shape, dtype)`` makes the array (``random``:
+    ``fn(shape, dtype, generator)``; the others refuse a generator)."""
     def make(*size: Any, out: Tensor | None = None, dtype: Any = None, layout: Any = None, device: Any = None,
              pin_memory: bool = False, requires_grad: bool = False, generator: Any = None,
              memory_format: Any = None) -> Tensor:
         shape = _shape_arg(size)
+        if generator is not None and not random:
+            raise TypeError(f"{name}() got an unexpected keyword argument 'generator'")
+        draw = functools.partial(fn, generator=generator) if random else fn
         if out is not None:
             dt = _out_dtype(name, out, dtype, device)
             if name == "empty" and shape == out._value.shape:  # nothing to write: out as it is
                 return _into(out, None, requires_grad)
             if name == "randn" and shape != out._value.shape:  # resized, then written: two changes
                 bump(out._vc)
-            return _into(out, fn(shape, dt), requires_grad)
+            return _into(out, draw(shape, dt), requires_grad)
         dt = D.to_np(dtype) if dtype is not None else D.get_default_dtype().np
-        return _finish(fn(shape, dt), None, device, requires_grad)
+        return _finish(draw(shape, dt), None, device, requires_grad)
 
     make.__name__ = make.__qualname__ = name
     return make
@@ -230,13 +367,15 @@ def _factory(name: str, fn: Callable[[Any, Any], Any]) -> Any:
 zeros = _factory("zeros", lambda s, d: np.zeros(s, d))
 ones = _factory("ones", lambda s, d: np.ones(s, d))
 empty = _factory("empty", lambda s, d: np.zeros(s, d))
-rand = _factory("rand", _uniform)
-randn = _factory("randn", _normal)
+rand = _factory("rand", _uniform, random=True)
+randn = _factory("randn", _normal, random=True)
 zeros.__doc__ = "A tensor of zeros of the given size (float32 unless ``dtype``; written into ``out`` when given)."
 ones.__doc__ = "A tensor of ones of the given size (float32 unless ``dtype``; written into ``out`` when given)."
 empty.__doc__ = "An (here: zero-filled) tensor of the given size (written into ``out`` when given)."
-rand.__doc__ = "Uniform random numbers in [0, 1) (NumPy's generator; seed with manual_seed)."
-randn.__doc__ = "Standard normal random numbers (NumPy's generator; seed with manual_seed)."
+rand.__doc__ = ("Uniform random numbers in [0, 1), drawn from ``generator`` or the default generator "
+                "(NumPy's stream, not PyTorch's; seed with manual_seed).")
+randn.__doc__ = ("Standard normal random numbers, drawn from ``generator`` or the default generator "
+                 "(NumPy's stream, not PyTorch's; seed with manual_seed).")
 
 
 def _fill_dtype(fill_value: Any) -> Any:
@@ -320,7 +459,8 @@ def linspace(start: Any, end: Any, steps: int, dtype: Any = None, device: Any = 
 def randint(low: int, high: Any = None, size: Any = None, dtype: Any = None, device: Any = None,
             requires_grad: bool = False, *, out: Tensor | None = None, generator: Any = None,
             layout: Any = None) -> Tensor:
-    """Random integers in [low, high) (int64 unless ``dtype``; written into ``out`` when given)."""
+    """Random integers in [low, high) (int64 unless ``dtype``; written into ``out`` when given),
+    drawn from ``generator`` or the default generator."""
     if size is None:
         low, high, size = 0, low, high
     if high is None or isinstance(high, (tuple, list)):
@@ -331,27 +471,31 @@ def randint(low: int, high: Any = None, size: Any = None, dtype: Any = None, dev
         raise RuntimeError("check_random_bounds handles only integral, floating-point and boolean types")
     if dt.kind == "b" and high > 2:
         raise RuntimeError("to - 1 is out of bounds for bool")
-    arr = _rng().integers(low, high, tuple(size)).astype(dt)
+    arr = _rng(generator).integers(low, high, tuple(size)).astype(dt)
     return _into(out, arr, requires_grad) if out is not None else _finish(arr, None, device, requires_grad)
 
 
 def randperm(n: int, dtype: Any = None, *, out: Tensor | None = None, generator: Any = None,
              device: Any = None, requires_grad: bool = False, layout: Any = None) -> Tensor:
-    """A random permutation of ``0 .. n-1`` (int64 unless ``dtype``; written into ``out`` when given)."""
+    """A random permutation of ``0 .. n-1`` (int64 unless ``dtype``; written into ``out`` when given),
+    drawn from ``generator`` or the default generator."""
     dt = _out_dtype("randperm", out, dtype, device) if out is not None else \
         D.to_np(dtype) if dtype is not None else np.dtype(np.int64)
     _not_for("randperm", dt, "bc")
-    arr = _rng().permutation(n).astype(dt)
+    arr = _rng(generator).permutation(n).astype(dt)
     return _into(out, arr, requires_grad) if out is not None else _finish(arr, None, device, requires_grad)
 
 
-def _like(fn: Any) -> Any:
-    def make(t: Tensor, *args: Any, dtype: Any = None, device: Any = None,
-             requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+def _like(fn: Any, random: bool = False) -> Any:
+    def make(t: Tensor, *args: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+             memory_format: Any = None, generator: Generator | None = None) -> Tensor:
         dt = dtype if dtype is not None else t.dtype
-        return fn(*args, *t.shape, dtype=dt, device=device or t.device, requires_grad=requires_grad) \
-            if not args else fn(tuple(t.shape), *args, dtype=dt, device=device or t.device,
-                                requires_grad=requires_grad)
+        kw: dict[str, Any] = {"dtype": dt, "device": device or t.device, "requires_grad": requires_grad}
+        if generator is not None:
+            if not random:
+                raise TypeError(f"{fn.__name__}_like() got an unexpected keyword argument 'generator'")
+            kw["generator"] = generator
+        return fn(*args, *t.shape, **kw) if not args else fn(tuple(t.shape), *args, **kw)
 
     return make
 
@@ -359,13 +503,17 @@ def _like(fn: Any) -> Any:
 zeros_like = _like(zeros)
 ones_like = _like(ones)
 empty_like = _like(empty)
-rand_like = _like(rand)
-randn_like = _like(randn)
+rand_like = _like(rand, random=True)
+randn_like = _like(randn, random=True)
 full_like = _like(full)
 
 
-def randint_like(t: Tensor, low: int, high: Any = None, dtype: Any = None) -> Tensor:
-    return randint(low, high, tuple(t.shape), dtype=dtype or t.dtype)
+def randint_like(t: Tensor, low: int, high: Any = None, dtype: Any = None, *,
+                 generator: Generator | None = None) -> Tensor:
+    """Random integers in [low, high) (or [0, low)) of ``t``'s shape."""
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, tuple(t.shape), dtype=dtype or t.dtype, generator=generator)
 
 
 def _legacy(dt: D.dtype) -> Any:

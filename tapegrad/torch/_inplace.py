@@ -337,12 +337,12 @@ class InplaceOps(_Base):
     def normal_(self, mean: builtins.float = 0.0, std: builtins.float = 1.0, generator: Any = None) -> Tensor:
         from tapegrad.torch._creation import _rng
 
-        return self._inplace("NormalBackward0", lambda a: _rng().normal(mean, std, a.shape))
+        return self._inplace("NormalBackward0", lambda a: _rng(generator).normal(mean, std, a.shape))
 
     def uniform_(self, a: builtins.float = 0.0, b: builtins.float = 1.0, generator: Any = None) -> Tensor:
         from tapegrad.torch._creation import _rng
 
-        return self._inplace("UniformBackward0", lambda x: _rng().uniform(a, b, x.shape))
+        return self._inplace("UniformBackward0", lambda x: _rng(generator).uniform(a, b, x.shape))
 
     def __iadd__(self, other: Any) -> Tensor:
         return self.add_(other)

@@ -212,6 +212,11 @@ class ReductionOps(_Base):
             r = tnp.sum(tnp.absolute(a), axis=d, keepdims=keepdim)
         elif p == math.inf:
             r = tnp.amax(tnp.absolute(a), axis=d, keepdims=keepdim)
+        elif p == -math.inf:
+            r = tnp.amin(tnp.absolute(a), axis=d, keepdims=keepdim)
+        elif p == 0:  # the count of nonzeros, with PyTorch's zero gradient (a step function of |a|)
+            m = tnp.absolute(a)
+            r = tnp.sum(P.stepped(m, (value(m) != 0).astype(value(m).dtype)), axis=d, keepdims=keepdim)
         else:
             r = tnp.power(tnp.sum(tnp.power(tnp.absolute(a), p), axis=d, keepdims=keepdim), 1.0 / p)
         return _result(r, "LinalgVectorNormBackward0", (self,))

@@ -128,17 +128,40 @@ class ShapeOps(_Base):
 
     def flatten(self, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
         s = self._value.shape
+        st, en = _dim(start_dim, len(s)), _dim(end_dim, len(s))
+        if st > en:
+            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
         if not s:
             return self.reshape(1)
-        st, en = start_dim % len(s), end_dim % len(s)
         if st == en:
             return self
         return self.reshape(*(s[:st] + (-1,) + s[en + 1 :]))
 
     def unflatten(self, dim: builtins.int, sizes: Sequence[builtins.int]) -> Tensor:
+        """Dimension ``dim`` split into ``sizes`` (one of them may be -1), with PyTorch's errors."""
         s = self._value.shape
-        d = dim % len(s)
-        return self.view(*(s[:d] + tuple(sizes) + s[d + 1 :]))
+        d = _dim(dim, len(s))
+        sizes = tuple(builtins.int(k) for k in sizes)
+        unexpected = "unflatten got an unexpected error:\n"
+        if not sizes:
+            raise RuntimeError("unflatten: sizes must be non-empty")
+        if not s:
+            raise RuntimeError(f"{unexpected}Dimension specified as {dim} but tensor has no dimensions")
+        bad = [i for i, k in enumerate(sizes) if k < -1]
+        if bad:
+            raise RuntimeError(f"{unexpected}invalid shape dimension {sizes[bad[0]]} at index {bad[0]} of shape "
+                               f"{list(sizes)}")
+        if sizes.count(-1) > 1:
+            raise RuntimeError(f"{unexpected}only one dimension can be inferred")
+        known = builtins.int(np.prod([k for k in sizes if k != -1]))
+        if -1 in sizes and known == 0 and s[d] == 0:
+            raise RuntimeError(f"{unexpected}cannot reshape tensor of 0 elements into shape {list(sizes)} because "
+                               "the unspecified dimension size -1 can be any value and is ambiguous")
+        fits = known != 0 and s[d] % known == 0 if -1 in sizes else known == s[d]
+        if not fits:
+            raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} "
+                               f"({s[d]}) in the input tensor")
+        return self.view(*(s[:d] + sizes + s[d + 1 :]))
 
     def ravel(self) -> Tensor:
         return self.reshape(-1)

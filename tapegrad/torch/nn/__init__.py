@@ -11,6 +11,7 @@ Everything here is built from tensor methods and ``tapegrad.numpy`` calls;
 the gradients come from the facade's tape.
 """
 
+from tapegrad.torch._missing import missing_names
 from tapegrad.torch.nn import functional, init, utils
 from tapegrad.torch.nn.modules import (
     ELU,
@@ -82,3 +83,5 @@ __all__ = [
     "TransformerEncoder",
     "TransformerEncoderLayer", "Unflatten", "functional", "init", "utils",
 ]
+
+__getattr__ = missing_names(__name__, "torch.nn")

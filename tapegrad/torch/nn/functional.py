@@ -36,6 +36,7 @@ from tapegrad.scipy.special import erf, expit
 from tapegrad.torch import _prims as P
 from tapegrad.torch._creation import _rng, broadcast_tensors
 from tapegrad.torch._graph import GT
+from tapegrad.torch._missing import missing_names
 from tapegrad.torch._promote import _promote
 from tapegrad.torch._tensor import Tensor, _new, _rec, _rec1, _result
 from tapegrad.torch.nn.functional_conv import (
@@ -596,3 +597,5 @@ from tapegrad.torch.nn.functional_extra import (  # noqa: E402
     embedding,
     scaled_dot_product_attention,
 )
+
+__getattr__ = missing_names(__name__, "torch.nn.functional")

@@ -1,5 +1,7 @@
-"""``torch.nn.utils``: gradient clipping and parameter/vector conversion."""
+"""``torch.nn.utils``: gradient clipping, parameter/vector conversion and ``rnn`` (packed sequences)."""
 
+from tapegrad.torch._missing import missing_names
+from tapegrad.torch.nn.utils import rnn
 from tapegrad.torch.nn.utils.clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -11,5 +13,7 @@ from tapegrad.torch.nn.utils.convert_parameters import parameters_to_vector, vec
 
 __all__ = [
     "clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
-    "parameters_to_vector", "vector_to_parameters",
+    "parameters_to_vector", "rnn", "vector_to_parameters",
 ]
+
+__getattr__ = missing_names(__name__, "torch.nn.utils")

@@ -8,8 +8,7 @@ calling process).
         ...
 """
 
-from typing import Any
-
+from tapegrad.torch._missing import missing_names
 from tapegrad.torch.utils.data.collate import default_collate, default_convert
 from tapegrad.torch.utils.data.dataloader import DataLoader
 from tapegrad.torch.utils.data.dataset import (
@@ -35,9 +34,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A PyTorch name this module lacks: an ``AttributeError`` that says so."""
-    if name.startswith("__"):
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}: "
-                         f"tapegrad.torch does not provide torch.utils.data.{name}")
+__getattr__ = missing_names(__name__, "torch.utils.data")

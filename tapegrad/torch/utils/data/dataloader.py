@@ -29,7 +29,7 @@ class DataLoader:
         sampler, batch_sampler: the order of the indices, or of the batches' indices.
         collate_fn: makes a batch of a list of samples.
         drop_last: leave out the last, short batch (default False).
-        generator: the random generator of the shuffle (and of ``random_split``).
+        generator: the ``torch.Generator`` of the shuffle (the same seed, the same order).
 
     Examples:
         >>> loader = torch.utils.data.DataLoader(ds, batch_size=32, shuffle=True)

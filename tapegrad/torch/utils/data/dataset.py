@@ -105,6 +105,9 @@ class ConcatDataset(Dataset):
 def random_split(dataset: Any, lengths: Sequence[int | float], generator: Any = None) -> list[Subset]:
     """Split ``dataset`` at random into subsets of the given lengths, or of the
     given fractions of its length (the remainder dealt one by one from the first).
+    The permutation is drawn from ``generator`` (a ``torch.Generator``) when
+    given, else from the default generator: the same seed gives the same split,
+    though not the split PyTorch gives. Returns the list of ``Subset``.
 
     Examples:
         >>> train, val = torch.utils.data.random_split(ds, [0.8, 0.2])
