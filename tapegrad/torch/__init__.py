@@ -99,6 +99,7 @@ from tapegrad.torch._dtype import (
     short,
     uint8,
 )
+from tapegrad.torch._missing import missing_names
 from tapegrad.torch._tensor import Tensor
 from tapegrad.torch.autograd.anomaly_mode import (
     is_anomaly_check_nan_enabled,
@@ -240,10 +241,4 @@ class cuda:  # noqa: N801
         pass
 
 
-def __getattr__(name: str) -> Any:
-    """A PyTorch name the facade lacks: an ``AttributeError`` that says so
-    (called only on a miss; ``hasattr(torch, name)`` stays False)."""
-    if name.startswith("__"):
-        raise AttributeError(f"module 'tapegrad.torch' has no attribute '{name}'")
-    raise AttributeError(f"module 'tapegrad.torch' has no attribute '{name}': "
-                         f"tapegrad.torch does not provide torch.{name} (yet)")
+__getattr__ = missing_names(__name__, "torch")

@@ -13,6 +13,7 @@ from typing import Any
 
 import tapegrad as tg
 from tapegrad.pytree import tree_map
+from tapegrad.torch._missing import missing_names
 from tapegrad.torch._stateless import functional_call, stack_module_state
 from tapegrad.torch._tensor import Tensor
 from tapegrad.torch._vmap import _tensor_of, vmap
@@ -148,3 +149,5 @@ def jacfwd(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux
 def hessian(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
     """The Hessian, forward-over-reverse: shape ``in.shape + in.shape`` (``tapegrad.hessian``)."""
     return _thin(tg.hessian, func, argnums, "hessian")
+
+__getattr__ = missing_names(__name__, "torch.func")

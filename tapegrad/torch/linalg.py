@@ -13,6 +13,7 @@ from typing import Any
 
 import tapegrad.numpy as tnp
 from tapegrad.torch._creation import tensor
+from tapegrad.torch._missing import missing_names
 from tapegrad.torch._tensor import Tensor, _multi, _result
 
 __all__ = ["cholesky", "det", "eigh", "inv", "matrix_norm", "norm", "qr", "slogdet", "solve", "svd", "svdvals",
@@ -138,3 +139,4 @@ def norm(A: Any, ord: Any = None, dim: Any = None, keepdim: builtins.bool = Fals
         return matrix_norm(A, ord, (-2, -1) if dim is None else tuple(dim), keepdim)
     return vector_norm(A, ord, dim, keepdim)
 
+__getattr__ = missing_names(__name__, "torch.linalg")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tapegrad.torch._missing import missing_names
 from tapegrad.torch._tensor import Tensor
 from tapegrad.torch.autograd import anomaly_mode, forward_ad, functional, graph
 from tapegrad.torch.autograd._engine import backward, grad
@@ -27,3 +28,5 @@ Variable = Tensor
 
 def _unused(_: Sequence[Any]) -> None:
     pass
+
+__getattr__ = missing_names(__name__, "torch.autograd")

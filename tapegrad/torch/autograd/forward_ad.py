@@ -22,6 +22,7 @@ import weakref
 from collections import namedtuple
 from typing import Any
 
+from tapegrad.torch._missing import missing_names
 from tapegrad.torch._tensor import Tensor
 from tapegrad.torch.autograd._engine import grad
 from tapegrad.torch.grad_mode import enable_grad
@@ -129,3 +130,5 @@ def unpack_dual(tensor: Any, *, level: int | None = None) -> UnpackedDualTensor:
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
     return UnpackedDualTensor(tensor.detach(), tangent)
+
+__getattr__ = missing_names(__name__, "torch.autograd.forward_ad")

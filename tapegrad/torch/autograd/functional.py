@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad.torch._creation import stack
+from tapegrad.torch._missing import missing_names
 from tapegrad.torch._tensor import Tensor, _new
 from tapegrad.torch.autograd._engine import grad
 from tapegrad.torch.grad_mode import enable_grad
@@ -167,3 +168,5 @@ def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
         strict: bool = False) -> tuple[Any, Any]:
     """``(func(*inputs), H v)`` (equal to ``vhp`` for the symmetric Hessian)."""
     return vhp(func, inputs, v, create_graph, strict)
+
+__getattr__ = missing_names(__name__, "torch.autograd.functional")

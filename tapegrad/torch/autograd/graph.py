@@ -25,6 +25,7 @@ from typing import Any
 from tapegrad.tape import parents_of
 from tapegrad.torch import _graph
 from tapegrad.torch._graph import SAVES, FacadeEntry, GradFn, inputs_of
+from tapegrad.torch._missing import missing_names
 from tapegrad.torch._tensor import Tensor, _new
 from tapegrad.tracer import Traced
 
@@ -242,3 +243,5 @@ class disable_saved_tensors_hooks:  # noqa: N801
 
     def __exit__(self, *exc: Any) -> None:
         saved_tensors_hooks.__enter__ = self._saved  # type: ignore[method-assign]
+
+__getattr__ = missing_names(__name__, "torch.autograd.graph")

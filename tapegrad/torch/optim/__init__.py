@@ -10,8 +10,8 @@
         sched.step()
 """
 
-from typing import Any
 
+from tapegrad.torch._missing import missing_names
 from tapegrad.torch.optim import lr_scheduler
 from tapegrad.torch.optim.adagrad import Adagrad
 from tapegrad.torch.optim.adam import Adam
@@ -23,9 +23,4 @@ from tapegrad.torch.optim.sgd import SGD
 __all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]
 
 
-def __getattr__(name: str) -> Any:
-    """A PyTorch name this module lacks: an ``AttributeError`` that says so."""
-    if name.startswith("__"):
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}: "
-                         f"tapegrad.torch does not provide torch.optim.{name}")
+__getattr__ = missing_names(__name__, "torch.optim")

@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from tapegrad.torch._missing import missing_names
 from tapegrad.torch.optim.optimizer import Optimizer
 
 __all__ = ["CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "MultiStepLR", "StepLR"]
@@ -287,9 +288,4 @@ class CosineAnnealingLR(LRScheduler):
                 for base_lr in self.base_lrs]
 
 
-def __getattr__(name: str) -> Any:
-    """A PyTorch name this module lacks: an ``AttributeError`` that says so."""
-    if name.startswith("__"):
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}: "
-                         f"tapegrad.torch does not provide torch.optim.lr_scheduler.{name}")
+__getattr__ = missing_names(__name__, "torch.optim.lr_scheduler")
