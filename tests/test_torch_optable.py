@@ -230,8 +230,9 @@ _NOT_AN_OP = {
     "to", "cpu", "cuda", "float", "double", "half", "type_as", "bool", "int", "long",
     # creation from a tensor's dtype/device: new leaves
     "new_empty", "new_full", "new_ones", "new_tensor", "new_zeros",
-    # random in-place fills: no reproducible value to difference
-    "normal_", "uniform_",
+    # random draws (fills included): no reproducible value to difference; their zero
+    # gradients and nodes are tested in test_torch_random.py
+    "normal_", "uniform_", "bernoulli", "bernoulli_", "multinomial",
 }
 # nn.functional functions without a row
 _F_EXCLUDED = {

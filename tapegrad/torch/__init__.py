@@ -100,6 +100,7 @@ from tapegrad.torch._dtype import (
     uint8,
 )
 from tapegrad.torch._missing import missing_names
+from tapegrad.torch._random import normal, poisson
 from tapegrad.torch._tensor import Tensor
 from tapegrad.torch.autograd.anomaly_mode import (
     is_anomaly_check_nan_enabled,
@@ -139,7 +140,7 @@ __all__ = [
     "uint8", "vmap", "vstack", "where", "zeros", "zeros_like", "nn", "optim", "utils",
     "load", "save", "serialization", "linalg", "svd", "accelerator",
     "set_default_device", "get_default_device", "Generator", "default_generator", "initial_seed",
-    "get_rng_state", "set_rng_state",
+    "get_rng_state", "set_rng_state", "normal", "poisson",
 ]
 
 # the function forms of tensor methods: torch.exp(x), torch.sum(x, dim=0), ... (the op table's rows)

@@ -337,12 +337,19 @@ class InplaceOps(_Base):
     def normal_(self, mean: builtins.float = 0.0, std: builtins.float = 1.0, generator: Any = None) -> Tensor:
         from tapegrad.torch._creation import _rng
 
-        return self._inplace("NormalBackward0", lambda a: _rng(generator).normal(mean, std, a.shape))
+        return self._redraw("NormalBackward0", lambda shape: _rng(generator).normal(mean, std, shape))
 
     def uniform_(self, a: builtins.float = 0.0, b: builtins.float = 1.0, generator: Any = None) -> Tensor:
         from tapegrad.torch._creation import _rng
 
-        return self._inplace("UniformBackward0", lambda x: _rng(generator).uniform(a, b, x.shape))
+        return self._redraw("UniformBackward0", lambda shape: _rng(generator).uniform(a, b, shape))
+
+    def _redraw(self, name: str, draw: Callable[[tuple[builtins.int, ...]], Any]) -> Tensor:
+        """Replace the elements with ``draw(shape)`` (a random op in place, node ``name``):
+        the old values get an exact zero gradient, as in PyTorch."""
+        from tapegrad.torch._prims import stepped
+
+        return self._inplace(name, lambda a: stepped(a, draw(a.shape).astype(value(a).dtype, copy=False)))
 
     def __iadd__(self, other: Any) -> Tensor:
         return self.add_(other)

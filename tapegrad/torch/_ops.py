@@ -33,6 +33,7 @@ from tapegrad.torch._creation import tensor
 from tapegrad.torch._indexing import IndexingOps as X
 from tapegrad.torch._inplace import InplaceOps as I
 from tapegrad.torch._math import MathOps as M
+from tapegrad.torch._random import RandomOps as RND
 from tapegrad.torch._reductions import ReductionOps as R
 from tapegrad.torch._shape import ShapeOps as S
 from tapegrad.torch._tensor import Tensor, _new, _unary_method
@@ -298,6 +299,10 @@ TABLE: tuple[Op, ...] = (
     inplace_only("copy_", I.copy_, "CopyBackwards"),
     inplace_only("normal_", I.normal_, "NormalBackward0"),
     inplace_only("uniform_", I.uniform_, "UniformBackward0"),
+    # --- sampling ---
+    op("bernoulli", RND.bernoulli, "BernoulliBackward0"),
+    inplace_only("bernoulli_", RND.bernoulli_, "BernoulliBackward2", variants="BernoulliBackward1"),
+    op("multinomial", RND.multinomial, None),
 )
 
 # What PyTorch's backward saves (see ``_graph.register_saves``) for the nodes
@@ -317,6 +322,7 @@ OTHER_NODES = frozenset({
     "LinalgInvExBackward0", "LinalgDetBackward0", "LinalgSlogdetBackward0", "LinalgSolveExBackward0",  # linalg.py
     "LinalgCholeskyExBackward0", "LinalgQrBackward0", "LinalgEighBackward0", "LinalgSvdBackward0",
     "EmbeddingBackward0",  # F.embedding (nn/functional_extra.py)
+    "NormalBackward1", "NormalBackward2", "NormalBackward3", "PoissonBackward0",  # torch.normal, poisson (_random.py)
 })
 
 
