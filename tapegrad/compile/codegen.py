@@ -10,6 +10,7 @@ line; arrays and other objects are names bound in the function's globals
 from __future__ import annotations
 
 import math
+import operator
 import re
 import threading
 from collections.abc import Sequence
@@ -129,7 +130,17 @@ def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[An
     return "\n".join(lines) + "\n", names.namespace
 
 
+# operators written as such (Python's operators on NumPy scalars: see passes.SCALAR_OPERATORS)
+# and NumPy's matmul, which ``@`` calls on arrays
+INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.pow: "**",
+         np.matmul: "@"}
+
+
 def _line(ins: Instr, names: _Names, buffer: int | None = None) -> str:
+    symbol = INFIX.get(ins.fn)
+    if symbol is not None and buffer is None and len(ins.args) == 2 and not ins.kwargs and not ins.multi:
+        a, b = (names.arg(x) for x in ins.args)
+        return f"    v{ins.outs[0]} = {a} {symbol} {b}"
     args = [names.arg(a) for a in ins.args]
     args += [f"{k}={names.arg(v)}" for k, v in ins.kwargs]
     if buffer is not None:

@@ -188,6 +188,10 @@ class Jitted:
         refs = [Var(rename.get(r.n, r.n)) if type(r) is Var else r for r in refs]
         out_vars = [r.n for r in refs if type(r) is Var]
         program = passes.dead_code(program, out_vars)
+        program, rename = passes.rewrite(program, trace.values, out_vars)
+        refs = [Var(rename.get(r.n, r.n)) if type(r) is Var else r for r in refs]
+        out_vars = [r.n for r in refs if type(r) is Var]
+        program = passes.dead_code(program, out_vars)
         plan = passes.plan_buffers(program, trace.inputs, out_vars, trace.values)
         # (named as JAX names its lowerings: ``def sin`` calling NumPy's ``sin`` would call itself)
         source, namespace = generate(program, trace.inputs, refs, name=f"jit_{fun_name(self.f)}", plan=plan)
