@@ -200,3 +200,46 @@ def test_arrays_and_integer_scalars_keep_their_ufuncs():
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
             assert type(g) is type(w)
+
+
+# --- logsumexp and its softmax ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("axis, keepdims", [(1, False), (-1, True), (0, False), (None, False)])
+def test_logsumexp_is_written_out_and_its_softmax_reuses_it(axis, keepdims):
+    z = _rng().standard_normal((5, 4)) * 30
+
+    def loss(z):
+        return tnp.sum(tnp.logsumexp(z, axis=axis, keepdims=keepdims) * 1.5)
+
+    jvg = tg.jit(tg.value_and_grad(loss))
+    ops = _ops(jvg.lower(z).as_text())
+    assert "logsumexp" not in ops
+    assert ops.count("exp") == 1 and "divide" in ops  # the backward's exp(z - lse) is exp(z - max) / sum
+    want = tg.value_and_grad(loss)(z)
+    for _ in range(2):
+        value, grad = jvg(z)
+        _close(value, want[0])
+        _close(grad, want[1])
+
+
+def test_the_softmax_of_a_logsumexp_keeps_eagers_nans_and_infinities():
+    z = np.array([[0.0, 1.0, 2.0], [-np.inf, -np.inf, -np.inf], [np.inf, 0.0, 1.0], [np.nan, 0.0, 1.0]])
+
+    def loss(z):
+        return tnp.sum(tnp.logsumexp(z, axis=1))
+
+    jvg = tg.jit(tg.value_and_grad(loss))
+    with np.errstate(all="ignore"):
+        want = tg.value_and_grad(loss)(z)
+        for _ in range(2):
+            value, grad = jvg(z)
+            np.testing.assert_array_equal(np.isnan(grad), np.isnan(want[1]))
+            _close(np.nan_to_num(grad), np.nan_to_num(want[1]))
+            assert (np.isnan(value) and np.isnan(want[0])) or value == want[0]
+
+
+def test_logsumexp_of_what_is_not_a_float_array_stays():
+    jf = tg.jit(lambda z: tnp.logsumexp(z, axis=0))
+    assert "logsumexp" in _ops(jf.lower(np.arange(3)).as_text())
+    np.testing.assert_array_equal(jf(np.arange(3)), tnp.logsumexp(np.arange(3), axis=0))

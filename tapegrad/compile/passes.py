@@ -269,6 +269,8 @@ class _Rewriter:
         self.defs: dict[int, Instr] = {}
         self.rename: dict[int, int] = {}
         self.out: Program = []
+        # the logsumexps written out: Var of the result -> (x, its kept shape, exp(x - max), its sum)
+        self.lse: dict[int, tuple[Var, tuple[int, ...], Var, Var]] = {}
 
     def value(self, a: Any) -> Any:
         """The traced value of an argument (a Var's array, or the constant)."""
@@ -398,6 +400,53 @@ def _rewrite_sum_to(rw: _Rewriter, ins: Instr) -> Var | None:
     return rw.emit(np.matmul, "np_matmul", (ones, b[0]))
 
 
+MAX_REDUCE = np.maximum.reduce
+
+
+def _rewrite_logsumexp(rw: _Rewriter, ins: Instr) -> Var | None:
+    """``logsumexp`` of a NumPy float array written out as the calls it makes,
+    so that the softmax of its backward pass, ``exp(x - lse)``, can be
+    ``exp(x - max) / sum`` from them (see :func:`_rewrite_exp`)."""
+    b = _bind(ins, ("a", "axis", "keepdims"), (None, None, False))
+    if b is None or type(b[0]) is not Var or type(b[1]) is Var or type(b[2]) is not bool:
+        return None
+    x, axis, keepdims = b
+    xv = rw.value(x)
+    if type(xv) is not np.ndarray or xv.dtype.kind != "f" or not xv.size:
+        return None
+    m = rw.emit(MAX_REDUCE, "max", (x, axis, None, None, True))
+    m = rw.emit(np.where, "where", (rw.emit(np.isfinite, "isfinite", (m,)), m, 0))
+    e = rw.emit(np.exp, "exp", (rw.emit(np.subtract, "subtract", (x, m)),))
+    total = rw.emit(ADD_REDUCE, "sum", (e, axis, None, None, True))
+    out = rw.emit(np.add, "add", (rw.emit(np.log, "log", (total,)), m))
+    kept = tuple(rw.values[total.n].shape)
+    if not keepdims:
+        out = rw.emit(wrap._reshape, "reshape", (out, tuple(rw.values[ins.outs[0]].shape)))
+    rw.lse[out.n] = (x, kept, e, total)
+    return out
+
+
+def _rewrite_exp(rw: _Rewriter, ins: Instr) -> Var | None:
+    """``exp(x - lse)``, the softmax of :func:`_rewrite_logsumexp`'s ``x``
+    (``lse`` reshaped to the kept axes, as its backward pass does), is
+    ``exp(x - max) / sum``: one call for three. (The same numbers to
+    rounding; ``nan`` where eager gives ``nan``: rows of ``-inf``, ``+inf``
+    entries.)"""
+    if ins.kwargs or len(ins.args) != 1 or type(ins.args[0]) is not Var:
+        return None
+    d = rw.defs.get(ins.args[0].n)
+    if d is None or d.fn is not np.subtract or d.kwargs or len(d.args) != 2 or type(d.args[1]) is not Var:
+        return None
+    x, r = d.args
+    r_def = rw.defs.get(r.n)
+    if r.n not in rw.lse and r_def is not None and r_def.fn is wrap._reshape and type(r_def.args[0]) is Var:
+        r = r_def.args[0]
+    found = rw.lse.get(r.n)
+    if found is None or found[0] != x or tuple(rw.values[d.args[1].n].shape) != found[1]:
+        return None
+    return rw.emit(np.true_divide, "divide", (found[2], found[3]))
+
+
 # Python's operators on NumPy scalars: NumPy's scalar arithmetic, the same
 # numbers as the ufuncs' (a float result: integer scalars warn on overflow
 # where the ufuncs do not), at a tenth of a ufunc call's cost (an optimizer's
@@ -443,6 +492,8 @@ REWRITES: dict[Any, Callable[[_Rewriter, Instr], Var | None]] = {
     wrap._sum: _rewrite_sum,
     wrap._mean: _rewrite_mean,
     wrap._astype: _rewrite_astype,
+    wrap._logsumexp: _rewrite_logsumexp,
+    np.exp: _rewrite_exp,
     _sum_to: _rewrite_sum_to,
     **{fn: _rewrite_scalar_op for fn in SCALAR_OPERATORS},
 }
