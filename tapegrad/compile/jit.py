@@ -66,6 +66,7 @@ class Jitted:
         self.static_argnums = tuple(static_argnums)
         self.static_argnames = tuple(static_argnames)
         self.cache: dict[Hashable, list[Compiled]] = {}
+        self.eager: set[Hashable] = set()  # signatures with MAX_VARIANTS variants: run as written
         self._fast: Compiled | None = None
         self._warned = False
         functools.update_wrapper(self, f)  # type: ignore[arg-type]
@@ -128,7 +129,7 @@ class Jitted:
         if _tape._stack.tapes:  # inside a transform (or another jit's trace): run as written
             return self.f(*args, **kwargs)
         leaves, how, key = self._split(args, kwargs)
-        if EAGER in key[1] or any(type(x) is Traced for x in leaves):  # (facade tensors, say)
+        if key in self.eager or EAGER in key[1] or any(type(x) is Traced for x in leaves):  # (facade tensors)
             return self.f(*args, **kwargs)
         variants = self.cache.setdefault(key, [])
         for variant in variants:
@@ -139,6 +140,11 @@ class Jitted:
             self._remember(variant, kwargs)
             return out
         if len(variants) >= MAX_VARIANTS:
+            # From now on this signature runs as written, at once: trying its variants first
+            # would run each one up to its failing guard, every call.
+            self.eager.add(key)
+            if self._fast is not None and any(self._fast is v for v in variants):
+                self._fast = None
             if not self._warned:
                 self._warned = True
                 warnings.warn(f"jit({fun_name(self.f)}): {MAX_VARIANTS} compiled variants of one input "
