@@ -88,11 +88,20 @@ def _writes_fresh(ins: Instr, values: Sequence[Any]) -> bool:
 BUFFER_MIN_BYTES = 512 * 1024
 
 
+# An elementwise result smaller than a buffer goes into the memory of an
+# operand that dies there, when that operand is a temporary the program made
+# this call (``multiply(0.1, v54, out=v54)``), as one writes ``m *= 0.1`` by
+# hand: no allocation, and memory still in cache.
+INPLACE_MIN_BYTES = 0
+
+
 class Plan(NamedTuple):
-    """Which instructions write into which of the program's own buffers."""
+    """Which instructions write into which of the program's own buffers, and
+    which into the memory of an operand that dies there."""
 
     out: dict[int, int]  # instruction index -> buffer number
     buffers: list[tuple[tuple[int, ...], Any]]  # buffer number -> (shape, dtype)
+    inplace: dict[int, int] = {}  # instruction index -> the Var whose memory it writes into  # noqa: RUF012
 
 
 def plan_buffers(program: Sequence[Any], inputs: Iterable[int], outputs: Iterable[int],
@@ -147,16 +156,29 @@ def plan_buffers(program: Sequence[Any], inputs: Iterable[int], outputs: Iterabl
             group_end.setdefault(r, -1)
 
     plan_out: dict[int, int] = {}
+    inplace: dict[int, int] = {}
+    own: set[int] = set()  # Vars in memory the program allocated this call, no buffer's
     buffers: list[tuple[tuple[int, ...], Any]] = []
     free: dict[tuple[tuple[int, ...], str], list[int]] = {}
     releases: dict[int, list[tuple[tuple[tuple[int, ...], str], int]]] = {}
     for i, ins in instrs:
-        if isinstance(ins.fn, np.ufunc) and ins.fn.signature is None:
-            # elementwise: the result may go into an argument's buffer freed here
+        elementwise = isinstance(ins.fn, np.ufunc) and ins.fn.signature is None
+        if elementwise:
+            # the result may go into an argument's buffer freed here
             for key, b in releases.pop(i, []):
                 free.setdefault(key, []).append(b)
-        if (_writes_fresh(ins, values) and find(ins.outs[0]) not in unsafe
-                and values[ins.outs[0]].nbytes >= BUFFER_MIN_BYTES):
+        writes_fresh = _writes_fresh(ins, values)
+        if writes_fresh and values[ins.outs[0]].nbytes < BUFFER_MIN_BYTES:
+            o = ins.outs[0]
+            own.add(o)
+            if elementwise and values[o].nbytes >= INPLACE_MIN_BYTES:
+                v = values[o]
+                for a in ins.args:  # an operand of its shape and dtype, dead after this instruction
+                    if (type(a) is Var and a.n in own and group_end[find(a.n)] == i
+                            and values[a.n].shape == v.shape and values[a.n].dtype == v.dtype):
+                        inplace[i] = a.n
+                        break
+        elif writes_fresh and find(ins.outs[0]) not in unsafe:
             v = values[ins.outs[0]]
             key = (tuple(v.shape), v.dtype.str)
             pool = free.get(key)
@@ -169,7 +191,7 @@ def plan_buffers(program: Sequence[Any], inputs: Iterable[int], outputs: Iterabl
             releases.setdefault(end, []).append((key, b))
         for key, b in releases.pop(i, []):  # free after this instruction
             free.setdefault(key, []).append(b)
-    return Plan(plan_out, buffers)
+    return Plan(plan_out, buffers, inplace)
 
 
 # --- common subexpressions and identities ---------------------------------------------------------
@@ -287,11 +309,11 @@ class _Rewriter:
                 self.defs[n] = ins
         return new
 
-    def emit(self, fn: Any, name: str, args: tuple[Any, ...]) -> Var:
-        """``fn(*args)`` as a new instruction (rewritten in turn; its value
-        computed now): the Var holding its value."""
+    def emit(self, fn: Any, name: str, args: tuple[Any, ...], value: Any = None) -> Var:
+        """``fn(*args)`` as a new instruction (rewritten in turn): the Var
+        holding its value, which is computed now unless given."""
         n = len(self.values)
-        self.values.append(fn(*[self.value(a) for a in args]))
+        self.values.append(fn(*[self.value(a) for a in args]) if value is None else value)
         new = self.add(Instr(fn, name, args, (), (n,), False))
         return Var(n) if new is None else new
 
@@ -337,8 +359,9 @@ def _rewrite_transpose(rw: _Rewriter, ins: Instr) -> Var | None:
     if (d.fn is wrap._matmul and not d.kwargs and len(d.args) == 2 and q == (1, 0)
             and rw.counts.get(x.n, 0) == 1
             and all(_ndim(rw.values[a.n] if type(a) is Var else a) == 2 for a in d.args)):
-        a, b = d.args
-        return rw.emit(wrap._matmul, "matmul", (rw.transposed(b), rw.transposed(a)))
+        a, b = d.args  # (its value: the traced one in C order, not a product computed again)
+        return rw.emit(wrap._matmul, "matmul", (rw.transposed(b), rw.transposed(a)),
+                       np.ascontiguousarray(rw.values[ins.outs[0]]))
     return None
 
 
