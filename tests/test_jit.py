@@ -562,3 +562,19 @@ def test_facade_tensors_run_as_written():
 
     got = tg.jit(lambda a: (a * a).sum())(torch.ones(3))
     assert type(got) is torch.Tensor and float(got) == 3.0
+
+
+def test_calls_alternating_between_compiled_signatures_skip_the_lookup():
+    f, calls = _counted(lambda x, s: tnp.sum(x * x) * s)
+    jf = tg.jit(f)
+    long, short = np.arange(6.0), np.arange(3.0)
+    jf(long, 2.0), jf(short, 2.0)  # (an epoch's batches, and its shorter last one)
+    lookups = []
+    split = jf._split
+    jf._split = lambda *a: lookups.append(1) or split(*a)
+    for _ in range(3):
+        for x in (long, short, short, long):
+            _close(jf(x, 3.0), np.sum(x * x) * 3.0)
+    assert lookups == [] and len(calls) == 2
+    _close(jf(np.arange(4.0), 1.0), 14.0)  # a new signature: looked up, traced
+    assert len(lookups) == 1 and len(calls) == 3

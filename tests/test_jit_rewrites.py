@@ -243,3 +243,46 @@ def test_logsumexp_of_what_is_not_a_float_array_stays():
     jf = tg.jit(lambda z: tnp.logsumexp(z, axis=0))
     assert "logsumexp" in _ops(jf.lower(np.arange(3)).as_text())
     np.testing.assert_array_equal(jf(np.arange(3)), tnp.logsumexp(np.arange(3), axis=0))
+
+
+# --- constants of one repeated value ----------------------------------------------------------------
+
+
+def test_a_constant_array_of_one_value_becomes_a_scalar_of_its_dtype():
+    c = np.full((4, 3), -0.25, dtype=np.float32)
+    jf = tg.jit(lambda x: x * c + c)
+    x = _rng().standard_normal((4, 3)).astype(np.float32)
+    compiled = jf.lower(x)._compiled
+    consts = [v for k, v in compiled.fn.__globals__.items() if k[0] == "c" and k[1:].isdigit()]
+    assert consts and all(type(v) is np.float32 for v in consts)
+    for _ in range(2):
+        got = jf(x)
+        np.testing.assert_array_equal(got, x * c + c)
+        assert got.dtype == np.float32
+
+
+@pytest.mark.parametrize("c", [
+    np.array([1.0, 2.0, 1.0]),  # not one value
+    np.array([0.0, -0.0, 0.0]),  # signed zeros: x * 0.0 and x * -0.0 differ
+    np.array([np.nan, np.nan, np.nan]),
+    np.full((2, 3), 2.0),  # it broadcasts the result to a shape of its own
+])
+def test_constants_that_are_not_one_value_or_that_broadcast_stay(c):
+    jf = tg.jit(lambda x: x * c)
+    x = np.array([1.5, -2.0, np.inf])
+    with np.errstate(invalid="ignore"):
+        compiled = jf.lower(x)._compiled
+        assert any(type(v) is np.ndarray for k, v in compiled.fn.__globals__.items()
+                   if k[0] == "c" and k[1:].isdigit())
+        np.testing.assert_array_equal(jf(x), x * c)
+        assert np.array_equal(np.signbit(jf(x)), np.signbit(x * c))
+
+
+def test_a_constant_of_one_value_keeps_the_results_dtype():
+    c = np.full(3, 2.0)  # float64: x32 * c is float64, and so is x32 * float64(2.0)
+    jf = tg.jit(lambda x: x * c)
+    x = np.ones(3, np.float32)
+    for _ in range(2):
+        got = jf(x)
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got, x * c)

@@ -28,6 +28,11 @@ from tapegrad.tracer import Traced
 from tapegrad.transforms._util import fun_name
 
 MAX_VARIANTS = 8  # compiled paths of one signature before jit gives up and runs eagerly
+# Variants tried through their entries, most recently run first, before the general lookup:
+# a training epoch alternates two batch shapes (the last batch is shorter), and the lookup
+# (flatten, signature, cache, rebuild) costs tens of microseconds where a missed entry
+# costs one raised exception.
+FAST_ENTRIES = 4
 
 
 class Compiled:
@@ -67,7 +72,7 @@ class Jitted:
         self.static_argnames = tuple(static_argnames)
         self.cache: dict[Hashable, list[Compiled]] = {}
         self.eager: set[Hashable] = set()  # signatures with MAX_VARIANTS variants: run as written
-        self._fast: Compiled | None = None
+        self._fast: list[Compiled] = []  # (see FAST_ENTRIES)
         self._warned = False
         functools.update_wrapper(self, f)  # type: ignore[arg-type]
 
@@ -120,12 +125,20 @@ class Jitted:
 
     # --- calling ----------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        fast = self._fast  # the last variant that ran, through its entry: no lookup
-        if fast is not None and not kwargs and len(args) == fast.n_args and not _tape._stack.tapes:
-            try:
-                return fast.entry(*args)
-            except (Miss, GuardFailed):
-                pass
+        if self._fast and not kwargs and not _tape._stack.tapes:  # recent variants, no lookup
+            n = len(args)
+            for i, fast in enumerate(self._fast):
+                if n != fast.n_args:
+                    continue
+                try:
+                    out = fast.entry(*args)
+                except Miss:  # (another signature: found before running anything)
+                    continue
+                except GuardFailed:  # (another path: the lookup tries its variants)
+                    break
+                if i:
+                    self._remember(fast, kwargs)
+                return out
         if _tape._stack.tapes:  # inside a transform (or another jit's trace): run as written
             return self.f(*args, **kwargs)
         leaves, how, key = self._split(args, kwargs)
@@ -143,8 +156,7 @@ class Jitted:
             # From now on this signature runs as written, at once: trying its variants first
             # would run each one up to its failing guard, every call.
             self.eager.add(key)
-            if self._fast is not None and any(self._fast is v for v in variants):
-                self._fast = None
+            self._fast = [f for f in self._fast if not any(f is v for v in variants)]
             if not self._warned:
                 self._warned = True
                 warnings.warn(f"jit({fun_name(self.f)}): {MAX_VARIANTS} compiled variants of one input "
@@ -161,7 +173,8 @@ class Jitted:
         return out
 
     def _remember(self, variant: Compiled, kwargs: dict[str, Any]) -> None:
-        self._fast = variant if variant.entry is not None and not kwargs else None
+        if variant.entry is not None and not kwargs:
+            self._fast = [variant, *(f for f in self._fast if f is not variant)][:FAST_ENTRIES]
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """The compiled program these arguments run (traced now if none yet):

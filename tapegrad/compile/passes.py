@@ -481,10 +481,13 @@ SCALAR_OPERATORS: dict[Any, Callable[[Any, Any], Any]] = {
 
 def _rewrite_scalar_op(rw: _Rewriter, ins: Instr) -> Var | None:
     """A ufunc of :data:`SCALAR_OPERATORS` on NumPy scalars (and Python
-    numbers) giving a float: the operator."""
+    numbers) giving a float: the operator. (Else a constant operand of one
+    repeated value: :func:`_rewrite_uniform_constant`.)"""
     if ins.kwargs or len(ins.args) != 2:
         return None
     vals = [rw.value(a) for a in ins.args]
+    if any(type(v) is np.ndarray for v in vals):
+        return _rewrite_uniform_constant(rw, ins)
     if not all(isinstance(v, np.generic) or type(v) in (int, float, complex) for v in vals):
         return None
     if not any(isinstance(v, np.generic) for v in vals):
@@ -493,6 +496,30 @@ def _rewrite_scalar_op(rw: _Rewriter, ins: Instr) -> Var | None:
     if not isinstance(out, np.generic) or out.dtype.kind not in "fc":
         return None
     return rw.emit(SCALAR_OPERATORS[ins.fn], ins.name, ins.args)
+
+
+def _rewrite_uniform_constant(rw: _Rewriter, ins: Instr) -> Var | None:
+    """A binary ufunc with a constant array of one repeated value (a folded
+    cotangent: ``-1/n`` in every entry) and a Var of the result's shape: the
+    value as a NumPy scalar of the array's dtype (no broadcast operand to
+    walk), where that gives the traced result's dtype. Then, on NumPy
+    scalars, the operator (:func:`_rewrite_scalar_op`)."""
+    if ins.kwargs or len(ins.args) != 2:
+        return None
+    out = rw.values[ins.outs[0]]
+    for i, c in enumerate(ins.args):
+        other = ins.args[1 - i]
+        if (type(c) is np.ndarray and c.size > 1 and type(other) is Var and type(out) is np.ndarray
+                and rw.value(other).shape == out.shape and c.dtype.kind == "f"):
+            first = c.flat[0]
+            if not (c == first).all() or not (np.signbit(c) == np.signbit(first)).all():  # (NaN, -0.0)
+                return None
+            args = (first, other) if i == 0 else (other, first)
+            value = ins.fn(*[rw.value(a) for a in args])
+            if value.dtype != out.dtype or value.shape != out.shape:
+                return None
+            return rw.emit(ins.fn, ins.name, args, value)
+    return None
 
 
 def _rewrite_astype(rw: _Rewriter, ins: Instr) -> Var | None:
