@@ -160,13 +160,17 @@ def test_the_gradient_of_a_bias_is_a_product_with_ones():
         assert got.dtype == np.float32 and got.shape == (4,)
 
 
-def test_sum_to_of_other_shapes_and_layouts_stays():
+def test_sum_to_of_other_shapes_and_layouts_is_a_reduction_not_the_product():
     x = _rng().standard_normal((4, 3))
     program = [_ins(_sum_to, "sum_to", [Var(0), (1, 3)], [1]),  # keeps a leading 1
                _ins(_sum_to, "sum_to", [Var(2), (4,), 0], [3])]  # a transposed (F-ordered) matrix
     values = [x, _sum_to(x, (1, 3)), x.T, _sum_to(x.T, (4,))]
-    kept, _ = _rewritten(program, values, [1, 3])
-    assert [ins.name for ins in kept] == ["sum_to", "sum_to"]
+    kept, outs = _rewritten(program, values, [1, 3])
+    assert [ins.name for ins in kept] == ["sum", "sum", "reshape"]
+    got = _evaluate(kept, values, {0: x, 2: x.T})
+    for o, want in zip(outs, (values[1], values[3])):
+        assert got[o].shape == want.shape
+        _close(got[o], want, rtol=1e-14, atol=1e-14)
 
 
 # --- NumPy scalars ---------------------------------------------------------------------------------
@@ -286,3 +290,29 @@ def test_a_constant_of_one_value_keeps_the_results_dtype():
         got = jf(x)
         assert got.dtype == np.float64
         np.testing.assert_array_equal(got, x * c)
+
+
+# --- reshapes and sums over broadcast axes --------------------------------------------------------------
+
+
+def test_a_reshape_to_the_same_shape_is_dropped_and_two_reshapes_are_one():
+    x = np.arange(12.0)
+    values = [x, x.reshape(3, 4), x.reshape(3, 4).reshape(2, 6), x.reshape(2, 6).reshape(2, 6)]
+    program = [_ins(wrap._reshape, "reshape", [Var(0), (3, 4)], [1]),
+               _ins(wrap._reshape, "reshape", [Var(1), (2, 6)], [2]),
+               _ins(wrap._reshape, "reshape", [Var(2), (2, 6)], [3])]
+    kept, outs = _rewritten(program, values, [3])
+    assert len(kept) == 1 and kept[0].args == (Var(0), (2, 6))
+    np.testing.assert_array_equal(_evaluate(kept, values, {0: x})[outs[0]], x.reshape(2, 6))
+
+
+@pytest.mark.parametrize("xshape, shape, nbatch", [((4, 3), (4, 1), 0), ((2, 4, 3), (1, 3), 0),
+                                                    ((5, 4, 3), (4, 1), 1), ((4, 3), (3,), 0)])
+def test_sum_to_is_one_reduction_over_the_broadcast_axes(xshape, shape, nbatch):
+    x = _rng().standard_normal(xshape)
+    values = [x, _sum_to(x, shape, nbatch)]
+    kept, outs = _rewritten([_ins(_sum_to, "sum_to", [Var(0), shape, nbatch], [1])], values, [1])
+    assert "sum_to" not in [ins.name for ins in kept]
+    got = _evaluate(kept, values, {0: x})[outs[0]]
+    assert got.shape == values[1].shape
+    _close(got, values[1], rtol=1e-14, atol=1e-14)

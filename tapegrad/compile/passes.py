@@ -381,6 +381,24 @@ def _bind(ins: Instr, names: tuple[str, ...], defaults: tuple[Any, ...]) -> list
 ADD_REDUCE = np.add.reduce  # (one object: each ``np.add.reduce`` is a new bound method)
 
 
+def _rewrite_reshape(rw: _Rewriter, ins: Instr) -> Var | None:
+    """``reshape`` to the shape an array has is that array (NumPy returns a
+    view of it: the same memory, as the planner already assumes);
+    ``reshape(reshape(x, s), t)`` is ``reshape(x, t)``."""
+    if ins.kwargs or len(ins.args) != 2 or type(ins.args[0]) is not Var:
+        return None
+    x, shape = ins.args
+    value = rw.value(x)
+    if type(value) is not np.ndarray or type(shape) is not tuple:
+        return None
+    if value.shape == shape:
+        return x
+    d = rw.defs.get(x.n)
+    if d is not None and d.fn is wrap._reshape and not d.kwargs and type(d.args[0]) is Var:
+        return rw.emit(wrap._reshape, "reshape", (d.args[0], shape), rw.values[ins.outs[0]])
+    return None
+
+
 def _rewrite_sum(rw: _Rewriter, ins: Instr) -> Var | None:
     """``sum`` of a NumPy array is the ufunc's reduction (what ``tapegrad``'s
     ``sum`` calls): no wrapper between."""
@@ -412,15 +430,28 @@ def _rewrite_sum_to(rw: _Rewriter, ins: Instr) -> Var | None:
     reshapes and its tests around it (measured: 5 against 1.5 us for the
     (64, 256) gradient of a bias)."""
     b = _bind(ins, ("x", "shape", "nbatch"), (None, None, 0))
-    if b is None or b[2] != 0 or type(b[0]) is not Var:
+    if b is None or type(b[0]) is not Var or type(b[1]) is not tuple or type(b[2]) is not int:
         return None
-    x = rw.value(b[0])
-    if (type(x) is not np.ndarray or x.ndim != 2 or x.dtype.char not in "fd" or not x.flags.c_contiguous
-            or type(b[1]) is not tuple or b[1] != x.shape[1:] or not x.size):
+    x, shape, nbatch = rw.value(b[0]), b[1], b[2]
+    if type(x) is not np.ndarray or not x.size:
         return None
-    ones = np.ones(x.shape[0], x.dtype)
-    ones.flags.writeable = False
-    return rw.emit(np.matmul, "np_matmul", (ones, b[0]))
+    if (not nbatch and x.ndim == 2 and x.dtype.char in "fd" and x.flags.c_contiguous
+            and shape == x.shape[1:]):
+        ones = np.ones(x.shape[0], x.dtype)
+        ones.flags.writeable = False
+        return rw.emit(np.matmul, "np_matmul", (ones, b[0]))
+    # otherwise the sum over the broadcast axes, kept, as ``sum_to`` sums (then its reshape)
+    lead = x.ndim - nbatch - len(shape)
+    if lead < 0 or x.ndim - lead != nbatch + len(shape):
+        return None
+    tail = x.shape[nbatch + lead:]
+    axes = tuple(range(nbatch, nbatch + lead)) + tuple(
+        nbatch + lead + i for i, (n, m) in enumerate(zip(shape, tail)) if n == 1 and m != 1)
+    if not axes or tail == shape and not nbatch and lead and x.flags.c_contiguous and x.dtype.char in "fd":
+        return None  # (nothing summed, or sum_to's product with ones)
+    total = rw.emit(ADD_REDUCE, "sum", (b[0], axes, None, None, True))
+    want = x.shape[:nbatch] + shape
+    return total if rw.values[total.n].shape == want else rw.emit(wrap._reshape, "reshape", (total, want))
 
 
 MAX_REDUCE = np.maximum.reduce
@@ -443,9 +474,10 @@ def _rewrite_logsumexp(rw: _Rewriter, ins: Instr) -> Var | None:
     total = rw.emit(ADD_REDUCE, "sum", (e, axis, None, None, True))
     out = rw.emit(np.add, "add", (rw.emit(np.log, "log", (total,)), m))
     kept = tuple(rw.values[total.n].shape)
+    rw.lse[out.n] = (x, kept, e, total)
     if not keepdims:
         out = rw.emit(wrap._reshape, "reshape", (out, tuple(rw.values[ins.outs[0]].shape)))
-    rw.lse[out.n] = (x, kept, e, total)
+        rw.lse[out.n] = (x, kept, e, total)
     return out
 
 
@@ -539,6 +571,7 @@ def _rewrite_astype(rw: _Rewriter, ins: Instr) -> Var | None:
 # one rule per function: it returns the Var holding the instruction's value, or None (kept as is)
 REWRITES: dict[Any, Callable[[_Rewriter, Instr], Var | None]] = {
     wrap._transpose: _rewrite_transpose,
+    wrap._reshape: _rewrite_reshape,
     wrap._sum: _rewrite_sum,
     wrap._mean: _rewrite_mean,
     wrap._astype: _rewrite_astype,
