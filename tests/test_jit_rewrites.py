@@ -88,6 +88,23 @@ def test_transpose_of_a_product_is_the_product_of_transposes_in_c_order():
     assert got.flags.c_contiguous and values[outs[0]].flags.c_contiguous
 
 
+def test_what_reads_a_product_now_in_c_order_is_traced_again_for_the_planner():
+    rng = _rng()
+    x, g = rng.standard_normal((5, 3)), rng.standard_normal((5, 4))
+    prod_t = (x.T @ g).T  # the trace's value: a transposed (F-ordered) view
+    values = [x, g, x.T, x.T @ g, prod_t, prod_t.reshape(-1)]  # (its reshape: a copy)
+    program = [_ins(wrap._transpose, "transpose", [Var(0)], [2]),
+               _ins(wrap._matmul, "matmul", [Var(2), Var(1)], [3]),
+               _ins(wrap._transpose, "transpose", [Var(3)], [4]),
+               _ins(wrap._reshape, "reshape", [Var(4), (-1,)], [5])]
+    kept, outs = _rewritten(program, values, [5])
+    product = next(ins.outs[0] for ins in kept if ins.name == "matmul")
+    assert values[product].flags.c_contiguous
+    # the reshape of the C-ordered product is a view of it, as it will be when the program runs
+    assert np.shares_memory(values[outs[0]], values[product])
+    _close(values[outs[0]], prod_t.reshape(-1), rtol=1e-14, atol=1e-14)
+
+
 def test_a_product_read_elsewhere_is_not_computed_twice():
     rng = _rng()
     a, b = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))

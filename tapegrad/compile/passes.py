@@ -78,6 +78,18 @@ def _writes_fresh(ins: Instr, values: Sequence[Any]) -> bool:
     return type(v) is np.ndarray and v.ndim > 0 and v.flags.c_contiguous
 
 
+def _allocates(ins: Instr, values: Sequence[Any]) -> bool:
+    """Does ``ins`` return a new n-d NumPy array of its own, whatever its
+    layout (as :func:`_writes_fresh`, without asking for C order)?"""
+    if ins.multi or any(k == "out" for k, _ in ins.kwargs):
+        return False
+    fn = ins.fn
+    if not (isinstance(fn, np.ufunc) and fn.nout == 1) and not getattr(fn, "fresh_out", False):
+        return False
+    v = values[ins.outs[0]]
+    return type(v) is np.ndarray and v.ndim > 0
+
+
 # Results smaller than this are allocated per call, as eager code does: the
 # allocator hands small blocks back at once, while a kept buffer would hold its
 # memory through the whole call (and between calls). Large ones are what a
@@ -168,7 +180,9 @@ def plan_buffers(program: Sequence[Any], inputs: Iterable[int], outputs: Iterabl
             for key, b in releases.pop(i, []):
                 free.setdefault(key, []).append(b)
         writes_fresh = _writes_fresh(ins, values)
-        if writes_fresh and values[ins.outs[0]].nbytes < BUFFER_MIN_BYTES:
+        # (own memory, whatever its layout: a rewrite upstream may have changed the layout the
+        # trace saw, and in-place writes need no particular one)
+        if _allocates(ins, values) and values[ins.outs[0]].nbytes < BUFFER_MIN_BYTES:
             o = ins.outs[0]
             own.add(o)
             if elementwise and values[o].nbytes >= INPLACE_MIN_BYTES:
@@ -592,6 +606,10 @@ def rewrite(program: Sequence[Any], values: list[Any], outputs: Iterable[int]) -
     outputs = list(outputs)
     rw = _Rewriter(program, values, outputs)
     rename = rw.rename
+    # Vars whose value now has another memory layout than the trace saw (a product in C order
+    # where the trace had a transposed view): what reads them is computed again, so that the
+    # buffer planner sees the layouts (and the views) the program will make
+    relaid: set[int] = set()
     for ins in program:
         if type(ins) is Guard:
             rw.out.append(Guard(rename.get(ins.var, ins.var), ins.truth))
@@ -600,8 +618,30 @@ def rewrite(program: Sequence[Any], values: list[Any], outputs: Iterable[int]) -
             ins = ins._replace(args=tuple(Var(rename.get(a.n, a.n)) if type(a) is Var else a for a in ins.args),
                                kwargs=tuple((k, Var(rename.get(v.n, v.n)) if type(v) is Var else v)
                                             for k, v in ins.kwargs))
+        if relaid and any(n in relaid for n in uses(ins)):
+            _recompute(ins, values, relaid)
         new = rw.add(ins)
         if new is not None:  # (the Var now also has the uses of the one it replaces)
+            if _layout(values[new.n]) != _layout(values[ins.outs[0]]):
+                relaid.add(new.n)
             rename[ins.outs[0]] = new.n
             rw.counts[new.n] = rw.counts.get(new.n, 0) + rw.counts.get(ins.outs[0], 0)
     return rw.out, rename
+
+
+def _layout(x: Any) -> Any:
+    """What of a value's memory layout buffer planning reads (None: not an array)."""
+    return (x.shape, x.strides) if type(x) is np.ndarray else None
+
+
+def _recompute(ins: Instr, values: list[Any], relaid: set[int]) -> None:
+    """Compute ``ins`` again on the current values; its results whose layout
+    changed join ``relaid``."""
+    def get(a: Any) -> Any:
+        return values[a.n] if type(a) is Var else a
+
+    got = ins.fn(*[get(a) for a in ins.args], **{k: get(v) for k, v in ins.kwargs})
+    for o, v in zip(ins.outs, got if ins.multi else (got,)):
+        if _layout(v) != _layout(values[o]):
+            relaid.add(o)
+        values[o] = v
