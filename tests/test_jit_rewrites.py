@@ -333,3 +333,10 @@ def test_sum_to_is_one_reduction_over_the_broadcast_axes(xshape, shape, nbatch):
     got = _evaluate(kept, values, {0: x})[outs[0]]
     assert got.shape == values[1].shape
     _close(got, values[1], rtol=1e-14, atol=1e-14)
+
+
+def test_a_constant_beside_a_python_number_argument():
+    c = np.arange(3.0)
+    jf = tg.jit(lambda x, s: c * s + x)  # (s: a Python number, traced as one)
+    for s in (2.0, 3.0):
+        np.testing.assert_array_equal(jf(np.ones(3), s), c * s + 1.0)

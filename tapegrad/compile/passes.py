@@ -556,7 +556,7 @@ def _rewrite_uniform_constant(rw: _Rewriter, ins: Instr) -> Var | None:
     for i, c in enumerate(ins.args):
         other = ins.args[1 - i]
         if (type(c) is np.ndarray and c.size > 1 and type(other) is Var and type(out) is np.ndarray
-                and rw.value(other).shape == out.shape and c.dtype.kind == "f"):
+                and getattr(rw.value(other), "shape", None) == out.shape and c.dtype.kind == "f"):
             first = c.flat[0]
             if not (c == first).all() or not (np.signbit(c) == np.signbit(first)).all():  # (NaN, -0.0)
                 return None
