@@ -185,7 +185,7 @@ def plan_buffers(program: Sequence[Any], inputs: Iterable[int], outputs: Iterabl
         if _allocates(ins, values) and values[ins.outs[0]].nbytes < BUFFER_MIN_BYTES:
             o = ins.outs[0]
             own.add(o)
-            if elementwise and values[o].nbytes >= INPLACE_MIN_BYTES:
+            if elementwise and not ins.kwargs and values[o].nbytes >= INPLACE_MIN_BYTES:  # (no where=)
                 v = values[o]
                 for a in ins.args:  # an operand of its shape and dtype, dead after this instruction
                     if (type(a) is Var and a.n in own and group_end[find(a.n)] == i
