@@ -196,13 +196,14 @@ def test_sum_to_of_other_shapes_and_layouts_is_a_reduction_not_the_product():
 def test_arithmetic_on_numpy_scalars_is_written_with_operators():
     def bias_corrections(t):
         t = t + 1
-        return 0.1 / (1 - 0.9 ** t), tnp.sqrt(1 - 0.999 ** t).astype(np.float32)
+        return 0.1 / (1 - 0.999 ** t), tnp.sqrt(1 - 0.999 ** t).astype(np.float32)
 
     jf = tg.jit(bias_corrections)
     t = np.array(4)
     ops = _ops(jf.lower(t).as_text())
-    assert ops == ["add", "**", "-", "/", "**", "-", "sqrt", "float32"]
-    for step in (t, np.array(17)):
+    # (power stays the ufunc: NumPy's scalar ``**`` rounds 0.999 ** 7 differently)
+    assert ops == ["add", "power", "-", "/", "sqrt", "float32"]  # (1 - 0.999 ** t once)
+    for step in (t, np.array(6), np.array(17), np.array(22)):
         got, want = jf(step), bias_corrections(step)
         for g, w in zip(got, want):
             assert type(g) is type(w) and g == w

@@ -135,8 +135,7 @@ def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[An
 
 # operators written as such (Python's operators on NumPy scalars: see passes.SCALAR_OPERATORS)
 # and NumPy's matmul, which ``@`` calls on arrays
-INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.pow: "**",
-         np.matmul: "@"}
+INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", np.matmul: "@"}
 
 
 def _line(ins: Instr, names: _Names, buffer: str | None = None) -> str:
