@@ -208,13 +208,43 @@ def test_after_max_variants_it_warns_once_and_runs_eagerly():
             x = np.ones(n)
             x[:k] = -1.0
             _close(jf(x), x * k)
+        (variants,) = jf.cache.values()
+        assert len(variants) == MAX_VARIANTS
+        for v in variants:  # the fallback tries none of them (each would run up to its failing guard)
+            v.fn = _never_called
         x = np.ones(n)
         x[:3] = -1.0
-        _close(jf(x), x * 3)  # a compiled variant still matches
+        _close(jf(x), x * 3)  # a path compiled before: eager too, at once
     msgs = [str(w.message) for w in caught if "variants" in str(w.message)]
     assert len(msgs) == 1 and f"{MAX_VARIANTS} compiled variants" in msgs[0]
-    assert len(calls) == n  # 8 traces, then 4 eager calls; the last call ran compiled
+    assert len(calls) == n + 1  # 8 traces, then eager calls
     assert MAX_VARIANTS == 8
+
+
+def _never_called(*args):
+    raise AssertionError("a compiled variant ran after its signature went eager")
+
+
+def test_other_signatures_still_compile_after_one_went_eager():
+    def f(x):
+        k = 0
+        while x[k] < 0:
+            k += 1
+        return x * k
+
+    f, calls = _counted(f)
+    jf = tg.jit(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in range(MAX_VARIANTS + 1):
+            x = -np.ones(MAX_VARIANTS + 2)
+            x[k:] = 1.0
+            _close(jf(x), x * k)
+    before = len(calls)
+    y = np.ones(3)  # another shape: its own signature, traced once, then compiled
+    for _ in range(3):
+        _close(jf(y), y * 0)
+    assert len(calls) == before + 1 and len(jf.cache) == 2
 
 
 def test_float_and_int_of_a_traced_value_raise_type_error():
@@ -532,3 +562,19 @@ def test_facade_tensors_run_as_written():
 
     got = tg.jit(lambda a: (a * a).sum())(torch.ones(3))
     assert type(got) is torch.Tensor and float(got) == 3.0
+
+
+def test_calls_alternating_between_compiled_signatures_skip_the_lookup():
+    f, calls = _counted(lambda x, s: tnp.sum(x * x) * s)
+    jf = tg.jit(f)
+    long, short = np.arange(6.0), np.arange(3.0)
+    jf(long, 2.0), jf(short, 2.0)  # (an epoch's batches, and its shorter last one)
+    lookups = []
+    split = jf._split
+    jf._split = lambda *a: lookups.append(1) or split(*a)
+    for _ in range(3):
+        for x in (long, short, short, long):
+            _close(jf(x, 3.0), np.sum(x * x) * 3.0)
+    assert lookups == [] and len(calls) == 2
+    _close(jf(np.arange(4.0), 1.0), 14.0)  # a new signature: looked up, traced
+    assert len(lookups) == 1 and len(calls) == 3

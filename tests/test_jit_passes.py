@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from jithelp import close as _close
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
@@ -339,3 +340,56 @@ def test_python_numbers_stay_python_numbers():
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
     assert "python_number(" in jf.lower(x, 0.1, 3).as_text()
+
+
+# --- in-place updates of dying temporaries --------------------------------------------------------
+
+
+def test_an_elementwise_result_goes_into_a_temporary_that_dies_there():
+    def f(x, y):
+        t = tnp.sin(x)  # a temporary of the program
+        u = t * 2.0 + y  # t dies in the multiply, its product in the add
+        return u * u, x
+
+    jf = tg.jit(f)
+    x, y = np.linspace(0.0, 1.0, 5), np.ones(5)
+    text = jf.lower(x, y).as_text()
+    assert "multiply(v2, 2.0, out=v2)" in text and "out=v0" not in text and "out=v1" not in text
+    first = jf(x, y)
+    kept = first[0].copy()
+    second = jf(x + 1.0, y)
+    np.testing.assert_array_equal(first[0], kept)  # a later call writes into memory of its own
+    _close(second[0], (np.sin(x + 1.0) * 2.0 + y) ** 2)
+    np.testing.assert_array_equal(x, np.linspace(0.0, 1.0, 5))  # (inputs are never written)
+    np.testing.assert_array_equal(y, np.ones(5))
+
+
+def test_no_inplace_into_what_is_read_later_or_into_another_shape_or_dtype():
+    def f(x):
+        t = tnp.exp(x)
+        u = t * 3.0  # t is read again below: u needs memory of its own
+        w = tnp.sum(t * u, axis=0)  # (3,) from (2, 3): t * u may reuse u, not the sum
+        return w + 1.0, (u > 1.0) * 1.0  # a bool result is not a float's memory
+
+    jf = tg.jit(f)
+    x = np.arange(6.0).reshape(2, 3) / 6
+    text = jf.lower(x).as_text()
+    lines = {ln.split(" = ")[1].split("(")[0]: ln for ln in text.splitlines() if " = " in ln}
+    assert "out=" not in lines["exp"] and "out=" not in lines["greater"]
+    for _ in range(2):
+        got = jf(x)
+        t = np.exp(x)
+        _close(got[0], np.sum(t * (t * 3.0), axis=0) + 1.0)
+        _close(got[1], (t * 3.0 > 1.0) * 1.0)
+
+
+def test_plan_inplace_on_a_hand_built_program():
+    x = np.ones(4)
+    values = [x, np.sin(x), np.sin(x) * 2.0, np.sin(x) * 2.0 + x]
+    program = [_ins(np.sin, "sin", [Var(0)], [1]),
+               _ins(np.multiply, "multiply", [Var(1), 2.0], [2]),
+               _ins(np.add, "add", [Var(2), Var(0)], [3])]
+    plan = passes.plan_buffers(program, [0], [3], values)
+    assert plan.inplace == {1: 1, 2: 2} and plan.out == {}
+    plan = passes.plan_buffers(program, [0], [3, 1], values)  # sin's result is returned: it stays
+    assert plan.inplace == {2: 2}

@@ -10,6 +10,7 @@ line; arrays and other objects are names bound in the function's globals
 from __future__ import annotations
 
 import math
+import operator
 import re
 import threading
 from collections.abc import Sequence
@@ -94,6 +95,7 @@ def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[An
     names.namespace[fname] = None  # (reserved: no function it calls may take its name)
     lines = [f"def {fname}({', '.join(f'v{n}' for n in inputs)}):"]
     outs: dict[int, int] = plan.out if plan is not None else {}
+    inplace: dict[int, int] = plan.inplace if plan is not None else {}
     if plan is not None and plan.buffers:
         names.namespace["_buffers"] = _thread_buffers(plan.buffers)
         lines.append(f"    {', '.join(f'b{k}' for k in range(len(plan.buffers)))}, = _buffers()")
@@ -113,7 +115,9 @@ def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[An
             lines.append(f"    if {test}: _fail({guards})")
             guards += 1
         else:
-            lines.append(_line(ins, names, outs.get(i)))
+            b = outs.get(i)
+            lines.append(_line(ins, names, f"b{b}" if b is not None else
+                               f"v{inplace[i]}" if i in inplace else None))
         if i in dies:  # free buffers as soon as the program is done with them (as eager does)
             lines.append(f"    del {', '.join(f'v{n}' for n in sorted(dies[i]))}")
     rets = []
@@ -129,11 +133,20 @@ def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[An
     return "\n".join(lines) + "\n", names.namespace
 
 
-def _line(ins: Instr, names: _Names, buffer: int | None = None) -> str:
+# operators written as such (Python's operators on NumPy scalars: see passes.SCALAR_OPERATORS)
+# and NumPy's matmul, which ``@`` calls on arrays
+INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", np.matmul: "@"}
+
+
+def _line(ins: Instr, names: _Names, buffer: str | None = None) -> str:
+    symbol = INFIX.get(ins.fn)
+    if symbol is not None and buffer is None and len(ins.args) == 2 and not ins.kwargs and not ins.multi:
+        a, b = (names.arg(x) for x in ins.args)
+        return f"    v{ins.outs[0]} = {a} {symbol} {b}"
     args = [names.arg(a) for a in ins.args]
     args += [f"{k}={names.arg(v)}" for k, v in ins.kwargs]
     if buffer is not None:
-        args.append(f"out=b{buffer}")
+        args.append(f"out={buffer}")
     call = f"{names.fn(ins.fn, ins.name)}({', '.join(args)})"
     if ins.multi:
         target = ", ".join(f"v{n}" for n in ins.outs) + ("," if len(ins.outs) == 1 else "")

@@ -83,8 +83,9 @@ def make_entry(args_def: TreeDef, sigs: list[Any], program: Any, out_def: TreeDe
             # (a NumPy scalar and a 0-d array share a signature: an optimizer's step count)
             is_array = (f"(type({name}) is ndarray or isinstance({name}, generic))" if tuple(shape) == ()
                         else f"type({name}) is ndarray")
+            # (``is``: NumPy's dtypes of native byte order are one object each; ``!=`` otherwise)
             lines.append(f"    if not {is_array} or {name}.shape != {tuple(shape)!r} "
-                         f"or {name}.dtype != {dt}: _miss()")
+                         f"or {name}.dtype is not {dt} and {name}.dtype != {dt}: _miss()")
         elif kind in (bool, int, float, complex):
             lines.append(f"    if type({name}) is not {kind.__name__}: _miss()")
         else:

@@ -28,6 +28,11 @@ from tapegrad.tracer import Traced
 from tapegrad.transforms._util import fun_name
 
 MAX_VARIANTS = 8  # compiled paths of one signature before jit gives up and runs eagerly
+# Variants tried through their entries, most recently run first, before the general lookup:
+# a training epoch alternates two batch shapes (the last batch is shorter), and the lookup
+# (flatten, signature, cache, rebuild) costs tens of microseconds where a missed entry
+# costs one raised exception.
+FAST_ENTRIES = 4
 
 
 class Compiled:
@@ -66,7 +71,8 @@ class Jitted:
         self.static_argnums = tuple(static_argnums)
         self.static_argnames = tuple(static_argnames)
         self.cache: dict[Hashable, list[Compiled]] = {}
-        self._fast: Compiled | None = None
+        self.eager: set[Hashable] = set()  # signatures with MAX_VARIANTS variants: run as written
+        self._fast: list[Compiled] = []  # (see FAST_ENTRIES)
         self._warned = False
         functools.update_wrapper(self, f)  # type: ignore[arg-type]
 
@@ -119,16 +125,24 @@ class Jitted:
 
     # --- calling ----------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        fast = self._fast  # the last variant that ran, through its entry: no lookup
-        if fast is not None and not kwargs and len(args) == fast.n_args and not _tape._stack.tapes:
-            try:
-                return fast.entry(*args)
-            except (Miss, GuardFailed):
-                pass
+        if self._fast and not kwargs and not _tape._stack.tapes:  # recent variants, no lookup
+            n = len(args)
+            for i, fast in enumerate(self._fast):
+                if n != fast.n_args:
+                    continue
+                try:
+                    out = fast.entry(*args)
+                except Miss:  # (another signature: found before running anything)
+                    continue
+                except GuardFailed:  # (another path: the lookup tries its variants)
+                    break
+                if i:
+                    self._remember(fast, kwargs)
+                return out
         if _tape._stack.tapes:  # inside a transform (or another jit's trace): run as written
             return self.f(*args, **kwargs)
         leaves, how, key = self._split(args, kwargs)
-        if EAGER in key[1] or any(type(x) is Traced for x in leaves):  # (facade tensors, say)
+        if key in self.eager or EAGER in key[1] or any(type(x) is Traced for x in leaves):  # (facade tensors)
             return self.f(*args, **kwargs)
         variants = self.cache.setdefault(key, [])
         for variant in variants:
@@ -139,6 +153,10 @@ class Jitted:
             self._remember(variant, kwargs)
             return out
         if len(variants) >= MAX_VARIANTS:
+            # From now on this signature runs as written, at once: trying its variants first
+            # would run each one up to its failing guard, every call.
+            self.eager.add(key)
+            self._fast = [f for f in self._fast if not any(f is v for v in variants)]
             if not self._warned:
                 self._warned = True
                 warnings.warn(f"jit({fun_name(self.f)}): {MAX_VARIANTS} compiled variants of one input "
@@ -155,7 +173,8 @@ class Jitted:
         return out
 
     def _remember(self, variant: Compiled, kwargs: dict[str, Any]) -> None:
-        self._fast = variant if variant.entry is not None and not kwargs else None
+        if variant.entry is not None and not kwargs:
+            self._fast = [variant, *(f for f in self._fast if f is not variant)][:FAST_ENTRIES]
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """The compiled program these arguments run (traced now if none yet):
@@ -185,6 +204,10 @@ class Jitted:
                 raise TypeError(f"jit({fun_name(self.f)}): an output is traced on a transform "
                                 "outside the jitted function")
         program, rename = passes.simplify(trace.program, trace.values)
+        refs = [Var(rename.get(r.n, r.n)) if type(r) is Var else r for r in refs]
+        out_vars = [r.n for r in refs if type(r) is Var]
+        program = passes.dead_code(program, out_vars)
+        program, rename = passes.rewrite(program, trace.values, out_vars)
         refs = [Var(rename.get(r.n, r.n)) if type(r) is Var else r for r in refs]
         out_vars = [r.n for r in refs if type(r) is Var]
         program = passes.dead_code(program, out_vars)
