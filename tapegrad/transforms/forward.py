@@ -265,7 +265,7 @@ def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
     """
     name = fun_name(f)
     who = f"jacfwd({name})"
-    nums_for = Argnums(argnums)
+    nums_for = Argnums(argnums, who)
 
     def jac(*args: Any, **kwargs: Any) -> Any:
         nums = nums_for(len(args), who)
