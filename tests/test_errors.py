@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import traceback
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -259,3 +260,190 @@ def test_a_broken_cupy_keeps_its_own_error(monkeypatch: pytest.MonkeyPatch) -> N
 
     with pytest.raises(ModuleNotFoundError, match="cupy_backends"):
         import_cupy()
+
+
+# --- NumPy's RuntimeWarnings, at the user's line -----------------------------------------------
+
+
+def _next_line() -> int:
+    """The line after the caller's (where the call under test is)."""
+    return sys._getframe(1).f_lineno + 1
+
+
+def _log_loss(x: Any) -> Any:
+    return tnp.sum(tnp.log(x))  # log(0): divide by zero here, in the forward pass
+
+
+def _sqrt_loss(x: Any) -> Any:
+    return tnp.sum(tnp.sqrt(x))  # sqrt(0) is fine; its gradient 1/(2 sqrt(0)) divides by zero
+
+
+def _caught(fn: Callable[[], Any], action: str = "always") -> list[warnings.WarningMessage]:
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter(action)
+        fn()
+    return [w for w in got if issubclass(w.category, RuntimeWarning)]
+
+
+def _where(ws: list[warnings.WarningMessage]) -> list[tuple[str, int, str]]:
+    return [(w.filename, w.lineno, str(w.message)) for w in ws]
+
+
+def test_forward_warning_points_at_the_users_line() -> None:
+    ws = _caught(lambda: tg.value_and_grad(_log_loss)(np.ones(2)))
+    assert ws == []  # (no error: no warning)
+    ws = _caught(lambda: tg.vjp(_log_loss, np.zeros(2)))
+    assert _where(ws) == [(HERE, _line(_log_loss), "divide by zero encountered in log")]
+
+
+def test_backward_warning_points_at_the_grad_call() -> None:
+    def run() -> None:
+        tg.grad(_sqrt_loss)(np.zeros(2))
+
+    ws = _caught(run)
+    assert _where(ws) == [(HERE, _line(run), "divide by zero encountered in the gradient of sqrt")]
+
+
+def test_forward_and_backward_warnings_of_one_call() -> None:
+    def run() -> None:
+        tg.grad(_log_loss)(np.zeros(2))  # log(0) forward, 1/0 backward
+
+    assert _where(_caught(run)) == [
+        (HERE, _line(_log_loss), "divide by zero encountered in log"),
+        (HERE, _line(run), "divide by zero encountered in the gradient of log"),
+    ]
+
+
+def test_jvp_and_nested_warnings_point_at_the_users_line() -> None:
+    def run_jvp() -> None:
+        tg.jvp(_sqrt_loss, (np.zeros(2),), (np.ones(2),))
+
+    # (forward mode runs the derivative rule with the op: at the op's line)
+    assert _where(_caught(run_jvp)) == [
+        (HERE, _line(_sqrt_loss), "divide by zero encountered in the derivative of sqrt")]
+
+    def run_nested() -> None:
+        tg.grad(lambda y: tnp.sum(tg.grad(_sqrt_loss)(y)))(np.zeros(2))
+
+    ws = _caught(run_nested)
+    assert ws and {(f, n) for f, n, _ in _where(ws)} == {(HERE, _line(run_nested))}
+
+
+def test_tape_warnings_point_at_the_users_lines() -> None:
+    ws = _caught(lambda: _tape_call(_log_loss, np.zeros(2)))
+    assert _where(ws) == [(HERE, _line(_log_loss), "divide by zero encountered in log")]
+    with tg.Tape() as tape:
+        x = tape.watch(np.zeros(2))
+        y = _sqrt_loss(x)
+    line = _next_line()
+    ws = _caught(lambda: tape.gradient(y, x))
+    assert _where(ws) == [(HERE, line, "divide by zero encountered in the gradient of sqrt")]
+
+
+def test_facade_backward_warning_points_at_backward() -> None:
+    import tapegrad.torch as torch
+
+    t = torch.zeros(2, requires_grad=True)
+    y = torch.sqrt(t).sum()
+    line = _next_line()
+    ws = _caught(lambda: y.backward())
+    assert _where(ws) == [(HERE, line, "divide by zero encountered in the gradient of sqrt")]
+
+
+def test_users_own_numpy_call_is_warned_where_it_is() -> None:
+    zero = np.zeros(1)
+
+    def f(x: Any) -> Any:
+        return tnp.sum(x * np.log(zero))  # a plain NumPy call inside f
+
+    ws = _caught(lambda: tg.grad(f)(np.ones(1)))
+    assert _where(ws) == [(HERE, _line(f), "divide by zero encountered in np.log(zero)")]
+
+
+def test_errstate_ignore_and_raise_are_respected() -> None:
+    with np.errstate(divide="ignore"):
+        assert _caught(lambda: tg.grad(_log_loss)(np.zeros(2))) == []
+        assert _caught(lambda: tg.grad(_sqrt_loss)(np.zeros(2))) == []
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError, match="divide by zero encountered in log"):
+            tg.grad(_log_loss)(np.zeros(2))
+        with pytest.raises(FloatingPointError, match="divide by zero"):
+            tg.grad(_sqrt_loss)(np.zeros(2))
+    # set inside the differentiated function: respected there (the forward pass)
+    def f(x: Any) -> Any:
+        with np.errstate(divide="ignore"):
+            return tnp.sum(tnp.log(x + 1.0) + tnp.log(x))
+
+    assert [m for *_, m in _where(_caught(lambda: tg.grad(f)(np.zeros(2))))] == [
+        "divide by zero encountered in the gradient of log"]
+
+
+def test_a_users_own_callback_is_respected() -> None:
+    seen: list[str] = []
+    with np.errstate(divide="call", call=lambda kind, flag: seen.append(kind)):
+        assert _caught(lambda: tg.grad(_log_loss)(np.zeros(2))) == []
+    assert seen == ["divide by zero", "divide by zero"]  # forward and backward
+
+
+def test_warning_filters_are_respected() -> None:
+    # "error": the warning raises, as NumPy's would
+    with pytest.raises(RuntimeWarning, match="divide by zero encountered in the gradient of sqrt"):
+        _caught(lambda: tg.grad(_sqrt_loss)(np.zeros(2)), action="error")
+    # a filter on the user's module matches (the warning is attributed to it)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
+        tg.grad(_log_loss)(np.zeros(2))
+    assert [w for w in got if issubclass(w.category, RuntimeWarning)] == []
+
+
+def test_default_filter_shows_each_user_line_once() -> None:
+    def twice() -> None:
+        for _ in range(2):
+            tg.grad(_sqrt_loss)(np.zeros(2))  # one line, twice: shown once
+        tg.grad(_sqrt_loss)(np.zeros(3))  # another line: shown too
+
+    globals().pop("__warningregistry__", None)
+    ws = _caught(twice, action="default")
+    first = _line(twice) + 1
+    assert [(f, n) for f, n, _ in _where(ws)] == [(HERE, first), (HERE, first + 1)]
+
+
+def test_error_state_is_restored() -> None:
+    before = np.geterr(), np.geterrcall()
+    tg.grad(_log_loss)(np.ones(2))
+    with pytest.raises(ValueError):
+        tg.grad(_matmul_loss)(np.ones((2, 5)))
+    assert (np.geterr(), np.geterrcall()) == before
+
+    def sets(x: Any) -> Any:
+        np.seterr(over="ignore")  # a lasting change made inside: kept, as without tapegrad
+        return tnp.sum(x * x)
+
+    old = np.geterr()
+    try:
+        tg.grad(sets)(np.ones(2))
+        assert np.geterr() == {**old, "over": "ignore"}
+        assert np.geterrcall() is before[1]
+    finally:
+        np.seterr(**old)
+
+
+def test_code_without_a_source_file_is_warned_too() -> None:
+    # code run by ``python -c`` or exec: a module whose loader has no source
+    import importlib.machinery
+
+    src = "import numpy as np, tapegrad as tg\ntg.grad(lambda x: (x / 0.0).sum())(np.ones(2))\n"
+    scope = {"__name__": "__main__", "__loader__": importlib.machinery.BuiltinImporter}
+    ws = _caught(lambda: exec(compile(src, "<string>", "exec"), scope))
+    assert ws and all((w.filename, w.lineno) == ("<string>", 2) for w in ws)
+
+
+def test_numpys_python_functions_inside_tapegrad_point_at_the_user() -> None:
+    # tnp.mean runs NumPy's Python-level mean: its 0/0 is still the user's line
+    def f(x: Any) -> Any:
+        return tnp.sum(x) + tnp.mean(x[:0])
+
+    ws = _caught(lambda: tg.value_and_grad(f)(np.ones(2)))
+    assert (HERE, _line(f), "invalid value encountered in mean") in _where(ws)
+    assert all(w.filename == HERE for w in ws)
