@@ -3,7 +3,9 @@
 An op that fails or warns inside tapegrad runs several frames below the
 user's call (an operator method, a primitive's wrapper, a rule in the
 backward pass). This module finds the first frame outside the package and
-words errors around it. Nothing here runs unless something goes wrong.
+words errors around it (only once something has gone wrong), and redirects
+NumPy's floating-point warnings there (a switch set once per tape or
+backward pass: see :func:`warn_at_user`).
 """
 
 from __future__ import annotations
