@@ -149,7 +149,7 @@ def test_bad_argnums_rejected_when_the_transform_is_made(name: str, bad: Any) ->
     with pytest.raises(TypeError) as err:
         TAKES_ARGNUMS[name](loss, bad)  # not called: rejected at once
     msg = str(err.value)
-    expected_who = "jacrev" if name == "jacobian" else name
+    expected_who = "jacrev" if name == "jacobian" else name  # (hessian names itself too)
     assert msg.startswith(f"{expected_who}(loss): argnums must be an int or a tuple of ints")
     assert repr(bad) in msg
 
@@ -184,6 +184,7 @@ def test_python_int_input_suggests_float(name: str) -> None:
     with pytest.raises(TypeError) as err:
         INT_TRANSFORMS[name](lambda x: x * 1.0)(3)
     msg = str(err.value)
+    assert msg.startswith(f"{name}(<lambda>) requires floating-point")  # (the transform called)
     assert "argument 0 has dtype int" in msg
     assert "float(...)" in msg and "3.0" in msg
     assert ".astype" not in msg  # a Python int has no .astype

@@ -28,10 +28,10 @@ from tapegrad.transforms._util import (
 from tapegrad.transforms.forward import (
     _basis,
     _check_tangents,
+    _jacfwd,
     _outputs,
     _per_argnum,
     _trace_forward,
-    jacfwd,
 )
 from tapegrad.transforms.reverse import _value_and_grad
 
@@ -97,10 +97,9 @@ def hessian(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callab
         array([[ 6.,  0.],
                [ 0., 12.]])
     """
-    check_argnums(argnums, f"hessian({fun_name(f)})")  # (named as the user wrote it)
-    h = jacfwd(jacrev(f, argnums), argnums)
-    h.__name__ = f"hessian({fun_name(f)})"
-    return h
+    who = f"hessian({fun_name(f)})"
+    check_argnums(argnums, who)  # (before jacrev's check: named as the user wrote it)
+    return _jacfwd(jacrev(f, argnums), argnums, who)
 
 
 def hvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
