@@ -45,13 +45,27 @@ def array_module(*xs: Any) -> ModuleType:
                 f"and {kind}"
             )
     if found == "cuda":
-        return sys.modules.get("cupy") or _import_cupy()
+        return sys.modules.get("cupy") or import_cupy()
     return np
 
 
-def _import_cupy() -> ModuleType:
-    import cupy
+def import_cupy() -> ModuleType:
+    """Import and return CuPy, the array module of ``device="cuda"``.
 
+    Raises ``ModuleNotFoundError`` that says how to install it (tapegrad's
+    ``cuda`` extra) when it is not installed, with the import's own error as
+    the cause. Every place that needs CuPy imports it through this function.
+    """
+    try:
+        import cupy
+    except ModuleNotFoundError as e:
+        if e.name != "cupy":  # (CuPy is there, but something it needs is not: its own error)
+            raise
+        raise ModuleNotFoundError(
+            'CuPy is not installed: pip install "tapegrad[cuda]" (tapegrad runs device="cuda" '
+            "on CuPy arrays; for a CUDA other than 12, install the matching cupy-cudaXXx wheel)",
+            name="cupy",
+        ) from e
     return cupy
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad import tape as _tape
+from tapegrad._where import op_error, reraised
 from tapegrad.tape import Entry
 from tapegrad.tracer import Traced, value
 
@@ -102,12 +103,18 @@ def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[...,
             if type(a) is Traced:
                 x = a._value
                 if type(x) is not Traced:  # the hot cases, _apply1 unrolled (-0.07 us)
-                    ans = prim.fun(x, **kwargs) if kwargs else prim.fun(x)  # (prim.fun: debug_nans swaps it)
+                    try:  # (prim.fun: debug_nans swaps it)
+                        ans = prim.fun(x, **kwargs) if kwargs else prim.fun(x)
+                    except ValueError as e:  # (NumPy refused the shapes: say which op and where)
+                        raise op_error(prim.name, args, e)  # noqa: B904 (op_error sets the cause)
                     tape = a._tape
                     if tape.active:
                         return tape.record(prim, ans, args, (x,), kwargs, _FIRST)
                     return ans  # a value of a tape no longer recording (a rule's residual in a plain backward)
-                return _apply1(prim, a, kwargs)
+                try:
+                    return _apply1(prim, a, kwargs)
+                except ValueError as e:  # (worded below: the traceback restarts here)
+                    raise reraised(e)  # noqa: B904
             # plain arrays (a rule's work in a backward pass): no ``**{}`` (it costs 60 ns)
             try:  # (free until it raises: Python's exceptions cost nothing when none is raised)
                 return fun(a, **kwargs) if kwargs else fun(a)
@@ -121,21 +128,31 @@ def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[...,
                     if tape is b._tape:  # the hot cases, _apply2 unrolled (-0.08 us)
                         x, y = a._value, b._value
                         if type(x) is not Traced and type(y) is not Traced:
-                            ans = prim.fun(x, y, **kwargs) if kwargs else prim.fun(x, y)
+                            try:
+                                ans = prim.fun(x, y, **kwargs) if kwargs else prim.fun(x, y)
+                            except ValueError as e:
+                                raise op_error(prim.name, args, e)  # noqa: B904
                             if tape.active:
                                 return tape.record(prim, ans, args, (x, y), kwargs, _BOTH)
                             return ans  # (values of a tape no longer recording)
-                    return _apply2(prim, a, b, kwargs)
+                    try:
+                        return _apply2(prim, a, b, kwargs)
+                    except ValueError as e:  # (worded below: the traceback restarts here)
+                        raise reraised(e)  # noqa: B904
                 try:  # (b may be a list holding traced values)
                     return _apply2(prim, a, b, kwargs)
                 except TypeError as e:
                     return _listed(prim, args, kwargs, e)
+                except ValueError as e:  # (worded below: the traceback restarts here)
+                    raise reraised(e)  # noqa: B904
             try:
                 if type(b) is Traced:
                     return _apply2(prim, a, b, kwargs)
                 return fun(a, b, **kwargs) if kwargs else fun(a, b)
             except TypeError as e:
                 return _listed(prim, args, kwargs, e)
+            except ValueError as e:  # (worded below, if traced: the traceback restarts here)
+                raise reraised(e)  # noqa: B904
         try:
             for a in args:
                 if type(a) is Traced:
@@ -143,6 +160,8 @@ def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[...,
             return fun(*args, **kwargs)
         except TypeError as e:
             return _listed(prim, args, kwargs, e)
+        except ValueError as e:  # (worded by _apply, if traced: the traceback restarts here)
+            raise reraised(e)  # noqa: B904
 
     prim.wrapped = wrapped
     wrapped.primitive = prim  # type: ignore[attr-defined]
@@ -213,7 +232,10 @@ def _apply(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     assert tape is not None
     if tape.applies:
         _refuse_lists(args, kwargs)  # (vmap and jit: they would take such a list as a constant)
-        return tape.apply(prim, args, kwargs)
+        try:
+            return tape.apply(prim, args, kwargs)
+        except ValueError as e:
+            raise op_error(prim.name, args, e)  # noqa: B904
     raw = list(args)
     argnums = []
     for i, a in enumerate(args):
@@ -224,9 +246,10 @@ def _apply(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
             argnums.append(i)
     if nested:  # (the lower level would take such a list as a constant: this level converts it)
         _refuse_lists(args, kwargs)
-        ans = prim.wrapped(*raw, **kwargs)
-    else:
-        ans = prim.fun(*raw, **kwargs)
+    try:
+        ans = prim.wrapped(*raw, **kwargs) if nested else prim.fun(*raw, **kwargs)
+    except ValueError as e:  # (NumPy refused the shapes: say which op and where)
+        raise op_error(prim.name, args, e)  # noqa: B904 (op_error sets the cause)
     return tape.record(prim, ans, args, raw, kwargs, argnums)
 
 
@@ -269,16 +292,19 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
             if type(y) is not Traced and type(a) is not Traced:
                 return prim.fun(a, y, **kwargs) if kwargs else prim.fun(a, y)
             return prim.wrapped(a, _unbox_stale(b), **kwargs)
-    if tape.applies:
-        _refuse_lists((a, b), kwargs)
-        return tape.apply(prim, (a, b), kwargs)
-    x = a._value if ta else a
-    y = b._value if tb else b
-    if type(x) is Traced or type(y) is Traced:
-        _refuse_lists((a, b), kwargs)
-        ans = prim.wrapped(x, y, **kwargs)
-    else:
-        ans = prim.fun(x, y, **kwargs) if kwargs else prim.fun(x, y)
+    try:
+        if tape.applies:
+            _refuse_lists((a, b), kwargs)
+            return tape.apply(prim, (a, b), kwargs)
+        x = a._value if ta else a
+        y = b._value if tb else b
+        if type(x) is Traced or type(y) is Traced:
+            _refuse_lists((a, b), kwargs)
+            ans = prim.wrapped(x, y, **kwargs)
+        else:
+            ans = prim.fun(x, y, **kwargs) if kwargs else prim.fun(x, y)
+    except ValueError as e:  # (NumPy refused the shapes: say which op and where)
+        raise op_error(prim.name, (a, b), e)  # noqa: B904 (op_error sets the cause)
     return tape.record(prim, ans, (a, b), (x, y), kwargs, _BOTH if ta and tb else (_FIRST if ta else _SECOND))
 
 
@@ -305,10 +331,13 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
             if type(other) is not float and type(other) is not np.ndarray and type(other) is not int and defers_to(other):
                 return NotImplemented
             tape = self._tape
-            if reflected:
-                ans, args, raw = prim.fun(other, x), (other, self), (other, x)
-            else:
-                ans, args, raw = prim.fun(x, other), (self, other), (x, other)
+            try:
+                if reflected:
+                    ans, args, raw = prim.fun(other, x), (other, self), (other, x)
+                else:
+                    ans, args, raw = prim.fun(x, other), (self, other), (x, other)
+            except ValueError as e:  # (NumPy refused the shapes: say which op and where)
+                raise op_error(prim.name, (other, self) if reflected else (self, other), e)  # noqa: B904
             if not tape.active:  # a stale value: plain arithmetic
                 return ans
             if type(other) is not float:
@@ -322,9 +351,12 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
             return out
         if type(other) is not Traced and defers_to(other):
             return NotImplemented
-        if reflected:
-            return _apply2(prim, other, self, _NO_KWARGS)
-        return _apply2(prim, self, other, _NO_KWARGS)
+        try:
+            if reflected:
+                return _apply2(prim, other, self, _NO_KWARGS)
+            return _apply2(prim, self, other, _NO_KWARGS)
+        except ValueError as e:  # (worded by _apply2: the traceback restarts here)
+            raise reraised(e)  # noqa: B904
 
     return method
 
@@ -381,16 +413,22 @@ def _apply1(prim: Primitive, a: Traced, kwargs: dict[str, Any]) -> Any:
     """``_apply`` for one traced argument (unary functions and methods)."""
     tape = a._tape
     if tape.applies:
-        return tape.apply(prim, (a,), kwargs)
+        try:
+            return tape.apply(prim, (a,), kwargs)
+        except ValueError as e:
+            raise op_error(prim.name, (a,), e)  # noqa: B904
     x = a._value
     if not tape.active:  # e.g. a saved value read in a plain backward pass
         if type(x) is not Traced:
             return prim.fun(x, **kwargs) if kwargs else prim.fun(x)
         return prim.wrapped(_unbox_stale(a), **kwargs)
-    if type(x) is Traced:
-        ans = prim.wrapped(x, **kwargs)
-    else:  # (no ``**{}`` when there are no keywords: a tenth of the per-op cost)
-        ans = prim.fun(x, **kwargs) if kwargs else prim.fun(x)
+    try:
+        if type(x) is Traced:
+            ans = prim.wrapped(x, **kwargs)
+        else:  # (no ``**{}`` when there are no keywords: a tenth of the per-op cost)
+            ans = prim.fun(x, **kwargs) if kwargs else prim.fun(x)
+    except ValueError as e:  # (NumPy refused the shapes: say which op and where)
+        raise op_error(prim.name, (a,), e)  # noqa: B904 (op_error sets the cause)
     return tape.record(prim, ans, (a,), (x,), kwargs, _FIRST)
 
 

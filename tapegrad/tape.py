@@ -18,6 +18,7 @@ import numpy as np
 from typing_extensions import Self
 
 from tapegrad._gc import gc_paused
+from tapegrad._where import stop_warn_at_user, warn_at_user
 from tapegrad.tracer import Traced
 
 _counter = itertools.count(1)
@@ -164,6 +165,7 @@ class Tape:
         self.active = False
         self.level = -1
         self._used = False
+        self._warn: Any = None  # (what tapegrad._where.warn_at_user returned on entering)
         self._append = self.entries.append
 
     # --- recording ----------------------------------------------------------
@@ -236,6 +238,7 @@ class Tape:
         tapes.append(self)
         self.active = True
         gc_paused.__enter__()
+        self._warn = warn_at_user()  # NumPy's warnings point at the user's line (see tapegrad._where)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -246,6 +249,7 @@ class Tape:
             tapes.remove(self)
         self.active = False
         gc_paused.__exit__()
+        stop_warn_at_user(self._warn)
 
     def watch(self, x: Any) -> Any:
         """Start tracing ``x`` (a pytree of arrays) on this tape.
@@ -527,10 +531,12 @@ def backprop(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,
     ``map_batch``). Without it, no rule is wrapped (the plain walk).
     """
     frees_before, _walk.frees = _walk.frees, not retain
+    warn = warn_at_user()  # NumPy's warnings in rules point at the user's line (see tapegrad._where)
     try:
         return _walk_entries(entries, ct, retain, hooks, batched)
     finally:
         _walk.frees = frees_before
+        stop_warn_at_user(warn)
 
 
 def _walk_entries(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,

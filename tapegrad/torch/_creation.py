@@ -12,6 +12,7 @@ from typing import Any, cast
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad.backend import import_cupy
 from tapegrad.numpy import primitives as tp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._graph import GT, SCALAR_TYPE, bump
@@ -172,8 +173,7 @@ def _finish(arr: Any, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
     if dtype is not None:
         arr = arr.astype(D.to_np(dtype), copy=False)
     if device is not None and D.device(device).type == "cuda":
-        import cupy
-
+        cupy = import_cupy()
         arr = cupy.asarray(arr)
     t = _new(arr)
     if requires_grad:
@@ -252,8 +252,7 @@ def from_dlpack(ext: Any) -> Tensor:
     device_type = ext.__dlpack_device__()[0] if hasattr(ext, "__dlpack_device__") else 1
     if device_type == 1:  # kDLCPU
         return _new(np.from_dlpack(ext))
-    import cupy
-
+    cupy = import_cupy()
     return _new(cupy.from_dlpack(ext))
 
 
@@ -304,8 +303,7 @@ def _into(out: Tensor, arr: Any | None, requires_grad: bool, keep_shape: bool = 
         if keep_shape and arr.size == out.numel():
             arr = arr.reshape(out._value.shape)
         if out.device.type == "cuda":
-            import cupy
-
+            cupy = import_cupy()
             arr = cupy.asarray(arr)
         if arr.shape == out._value.shape:
             out._write(arr)

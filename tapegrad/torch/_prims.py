@@ -44,7 +44,7 @@ import numpy as np
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad.backend import array_module, device_of
+from tapegrad.backend import array_module, device_of, import_cupy
 from tapegrad.numpy import primitives as tp
 from tapegrad.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive
 from tapegrad.scipy.special import expit
@@ -124,8 +124,7 @@ _elementwise(elu)
 
 def _to_device(x: Any, device: str) -> Any:
     if device == "cuda":
-        import cupy
-
+        cupy = import_cupy()
         return cupy.asarray(x)
     if type(x).__module__.startswith("cupy"):
         return x.get()

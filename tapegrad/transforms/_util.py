@@ -32,12 +32,15 @@ def fun_name(f: Callable[..., Any]) -> str:
 class Argnums:
     """A transform's ``argnums``, normalised once per call arity.
 
-    ``argnums`` is an int or a tuple of ints; calling with the number of
-    positional arguments gives them as non-negative ints (``TypeError``
-    naming ``who`` when out of range, raised again on every such call).
+    ``argnums`` is an int or a tuple of ints: anything else raises
+    ``TypeError`` naming ``who`` at once, when the transform is made.
+    Calling with the number of positional arguments gives them as
+    non-negative ints (``TypeError`` naming ``who`` when out of range,
+    raised again on every such call).
     """
 
-    def __init__(self, argnums: int | tuple[int, ...]) -> None:
+    def __init__(self, argnums: int | tuple[int, ...], who: str) -> None:
+        check_argnums(argnums, who)
         self.argnums = argnums
         self.many = isinstance(argnums, (tuple, list))  # a tuple of results?
         self._by_nargs: dict[int, tuple[int, ...]] = {}
@@ -49,15 +52,32 @@ class Argnums:
         return nums
 
 
+def check_argnums(argnums: Any, who: str) -> None:
+    """Raise ``TypeError`` naming ``who`` and the value unless ``argnums`` is
+    an int or a tuple (or list) of ints (``bool`` is not taken for an int)."""
+    nums = tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
+    for a in nums:
+        if not isinstance(a, (int, np.integer)) or isinstance(a, (bool, np.bool_)):
+            many = isinstance(argnums, (tuple, list))
+            inside = f" (it holds {a!r}, a {type(a).__name__})" if many else f" (a {type(a).__name__})"
+            raise TypeError(
+                f"{who}: argnums must be an int or a tuple of ints (positions of positional "
+                f"arguments), got {argnums!r}{inside}"
+            )
+
+
 def norm_argnums(argnums: int | tuple[int, ...], nargs: int, who: str) -> tuple[int, ...]:
+    """``argnums`` as non-negative positions for a call with ``nargs``
+    positional arguments; ``TypeError`` naming ``who`` when out of range."""
+    check_argnums(argnums, who)
     nums: tuple[Any, ...] = tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
     for a in nums:
-        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
-            raise TypeError(f"{who}: argnums must be an int or a tuple of ints, got {argnums!r}")
         if not -nargs <= a < nargs:
+            valid = f" (valid: {-nargs} to {nargs - 1})" if nargs else ""
             raise TypeError(
                 f"{who}: argnums={argnums!r} is out of range for a call with {nargs} "
-                f"positional argument{'s' if nargs != 1 else ''}"
+                f"positional argument{'s' if nargs != 1 else ''}{valid}; arguments passed by "
+                "keyword are not counted (pass the differentiated ones by position)"
             )
     return tuple(int(a) % nargs for a in nums)
 
@@ -81,7 +101,8 @@ def rewrap(like: Any, v: Any) -> Any:
 
 def check_inexact_leaves(leaves: list[Any], who: str, argnum: int, allow_complex: bool = True) -> None:
     """Raise ``TypeError`` naming ``who``, the argument and its dtype for a
-    leaf that is not floating-point (or complex)."""
+    leaf that is not floating-point (or complex), with the conversion to make:
+    ``float(...)`` for a Python number, ``.astype(float)`` for an array."""
     for leaf in leaves:
         v = unwrap(leaf)
         while type(v) is Traced:
@@ -90,9 +111,14 @@ def check_inexact_leaves(leaves: list[Any], who: str, argnum: int, allow_complex
         if dtype is None:
             dtype = np.asarray(v).dtype
         if dtype.kind not in ("fc" if allow_complex else "f"):
+            if isinstance(v, (int, bool)):  # a Python number has no .astype
+                how = (f"it is the Python {type(v).__name__} {v!r}: pass a float instead "
+                       f"(float(...), or {int(v)}.0) to differentiate it")
+            else:
+                how = "convert it with .astype(float) to differentiate it"
             raise TypeError(
                 f"{who} requires floating-point or complex inputs, but argument {argnum} "
-                f"has dtype {dtype}; convert it with .astype(float) to differentiate it"
+                f"has dtype {dtype}; {how}"
             )
 
 

@@ -263,9 +263,12 @@ def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
         array([[2., 0.],
                [0., 4.]])
     """
-    name = fun_name(f)
-    who = f"jacfwd({name})"
-    nums_for = Argnums(argnums)
+    return _jacfwd(f, argnums, f"jacfwd({fun_name(f)})")
+
+
+def _jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...], who: str) -> Callable[..., Any]:
+    """The function of :func:`jacfwd`; its errors name ``who``."""
+    nums_for = Argnums(argnums, who)
 
     def jac(*args: Any, **kwargs: Any) -> Any:
         nums = nums_for(len(args), who)
@@ -288,7 +291,7 @@ def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
             results.append(_per_argnum(blocks, in_leaves, argnums))
         return tree_unflatten(tdef, results)
 
-    jac.__name__ = f"jacfwd({name})"
+    jac.__name__ = who
     return jac
 
 

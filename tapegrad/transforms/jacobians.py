@@ -16,14 +16,22 @@ import numpy as np
 from tapegrad.pytree import tree_flatten, tree_unflatten
 from tapegrad.tape import add_seed
 from tapegrad.tracer import value
-from tapegrad.transforms._util import Argnums, Traced_call, fun_name, norm_argnums, rewrap, unwrap
+from tapegrad.transforms._util import (
+    Argnums,
+    Traced_call,
+    check_argnums,
+    fun_name,
+    norm_argnums,
+    rewrap,
+    unwrap,
+)
 from tapegrad.transforms.forward import (
     _basis,
     _check_tangents,
+    _jacfwd,
     _outputs,
     _per_argnum,
     _trace_forward,
-    jacfwd,
 )
 from tapegrad.transforms.reverse import _value_and_grad
 
@@ -42,7 +50,7 @@ def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
     """
     name = fun_name(f)
     who = f"jacrev({name})"
-    nums_for = Argnums(argnums)
+    nums_for = Argnums(argnums, who)
 
     def jac(*args: Any, **kwargs: Any) -> Any:
         from tapegrad.numpy import derived as d
@@ -89,9 +97,9 @@ def hessian(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callab
         array([[ 6.,  0.],
                [ 0., 12.]])
     """
-    h = jacfwd(jacrev(f, argnums), argnums)
-    h.__name__ = f"hessian({fun_name(f)})"
-    return h
+    who = f"hessian({fun_name(f)})"
+    check_argnums(argnums, who)  # (before jacrev's check: named as the user wrote it)
+    return _jacfwd(jacrev(f, argnums), argnums, who)
 
 
 def hvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:

@@ -30,7 +30,7 @@ def _value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...], has_a
     """The function of ``value_and_grad`` (``with_value``) or of ``grad``;
     errors name ``who`` (by default ``grad(f)``)."""
     who = who or f"grad({fun_name(f)})"
-    nums_for = Argnums(argnums)
+    nums_for = Argnums(argnums, who)
 
     def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
         call = Traced_call(f, args, kwargs, nums_for(len(args), who), persistent=False, who=who)
@@ -64,7 +64,8 @@ def value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
         >>> tg.value_and_grad(lambda x: tnp.sum(x ** 2))(np.array([1.0, 2.0]))
         (np.float64(5.0), array([2., 4.]))
     """
-    vg = _value_and_grad(f, argnums, has_aux, holomorphic, with_value=True)
+    vg = _value_and_grad(f, argnums, has_aux, holomorphic, with_value=True,
+                         who=f"value_and_grad({fun_name(f)})")
     vg.__name__ = f"value_and_grad({fun_name(f)})"
     return vg
 
@@ -183,7 +184,7 @@ def elementwise_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) 
     """
     name = fun_name(f)
     who = f"elementwise_grad({name})"
-    nums_for = Argnums(argnums)
+    nums_for = Argnums(argnums, who)
 
     def egrad(*args: Any, **kwargs: Any) -> Any:
         call = Traced_call(f, args, kwargs, nums_for(len(args), who), persistent=False, who=who)
