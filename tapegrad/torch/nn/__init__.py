@@ -11,7 +11,7 @@ Everything here is built from tensor methods and ``tapegrad.numpy`` calls;
 the gradients come from the facade's tape.
 """
 
-from tapegrad.torch.nn import functional, init, utils
+from tapegrad.torch.nn import functional, init, parallel, utils
 from tapegrad.torch.nn.modules import (
     ELU,
     GELU,
@@ -76,5 +76,5 @@ __all__ = [
     "MaxPool2d", "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss",
     "Parameter", "ParameterDict", "ParameterList", "RNN", "RNNCell", "ReLU", "Sequential", "SiLU",
     "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "TransformerEncoder",
-    "TransformerEncoderLayer", "Unflatten", "functional", "init", "utils",
+    "TransformerEncoderLayer", "Unflatten", "functional", "init", "parallel", "utils",
 ]
