@@ -79,7 +79,7 @@ def assert_all_ok(proc: subprocess.CompletedProcess[str], n: int) -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"exit {proc.returncode}:\n{out}"
     # the ranks' lines may interleave: find the marks anywhere
-    oks = sorted(int(m) for m in re.findall(r"OK (\d+)\n", proc.stdout))
+    oks = sorted(int(m) for m in re.findall(r"OK (\d+)", proc.stdout))
     assert oks == list(range(n)), out
 
 
