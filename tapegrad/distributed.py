@@ -179,12 +179,21 @@ def set_timeout(seconds: float | None) -> None:
 # --- waiting with a deadline ------------------------------------------------------------------
 
 
+def _timeout_message(what: str, limit: float) -> str:
+    return (f"tapegrad.distributed.{what}: rank {_S.rank} of {_S.size} waited {limit:g} s "
+            "for the other ranks to join this collective. Another rank has probably "
+            "failed (see its traceback) or is running different code. The timeout is "
+            "TAPEGRAD_DIST_TIMEOUT or tapegrad.distributed.set_timeout(seconds).")
+
+
 def _wait(requests: Sequence[Any], what: str) -> None:
     """Complete ``requests``, polling; raise DistributedTimeoutError past the deadline.
 
-    Spins on ``Testall`` (which also drives MPI's progress) for the first
-    millisecond, as a blocking call would, then sleeps in growing steps (up
-    to 1 ms) so a long wait leaves the core to others.
+    For the small messages that open a collective (the fingerprints, a
+    barrier): a rank that died never joins them, so this is where the others
+    notice. Spins on ``Testall`` (which drives MPI's progress) for the first
+    10 ms, then sleeps in growing steps (up to 1 ms) so a long wait leaves
+    the core to others.
     """
     if not requests:
         return
@@ -198,15 +207,74 @@ def _wait(requests: Sequence[Any], what: str) -> None:
     while not Request.Testall(reqs):
         now = time.perf_counter() - start
         if now > limit:
-            raise DistributedTimeoutError(
-                f"tapegrad.distributed.{what}: rank {_S.rank} of {_S.size} waited {limit:g} s "
-                "for the other ranks to join this collective. Another rank has probably "
-                "failed (see its traceback) or is running different code. The timeout is "
-                "TAPEGRAD_DIST_TIMEOUT or tapegrad.distributed.set_timeout(seconds)."
-            )
-        if now > 1e-3:
+            raise DistributedTimeoutError(_timeout_message(what, limit))
+        if now > 1e-2:
             nap = min(1e-3, nap * 2 or 2e-5)
             time.sleep(nap)
+
+
+class _Watchdog:
+    """A daemon thread that aborts the MPI job when a blocking wait outlives its deadline.
+
+    The data of a collective moves only after every rank has passed the
+    fingerprint exchange, so a rank can be missing there only if it died in
+    between. Waiting for the data in MPI's own ``Waitall`` is several times
+    faster than polling ``Test`` from Python for large messages (MPI makes
+    progress inside the call), but a blocked call cannot raise: past the
+    deadline this thread prints the error and calls ``MPI.COMM_WORLD.Abort``.
+    """
+
+    def __init__(self) -> None:
+        import threading
+
+        self.cond = threading.Condition()
+        self.deadline: float | None = None
+        self.what = ""
+        self.thread = threading.Thread(target=self._run, name="tapegrad-distributed-watchdog", daemon=True)
+        self.thread.start()
+
+    def arm(self, what: str, seconds: float) -> None:
+        with self.cond:
+            self.deadline, self.what = time.monotonic() + seconds, what
+            self.cond.notify()
+
+    def disarm(self) -> None:
+        with self.cond:
+            self.deadline = None
+
+    def _run(self) -> None:
+        with self.cond:
+            while True:
+                if self.deadline is None:
+                    self.cond.wait()
+                    continue
+                left = self.deadline - time.monotonic()
+                if left > 0:
+                    self.cond.wait(left)
+                    continue
+                import sys
+
+                sys.stderr.write(f"tapegrad.distributed.DistributedTimeoutError: "
+                                 f"{_timeout_message(self.what, timeout())} Aborting the MPI job.\n")
+                sys.stderr.flush()
+                time.sleep(0.5)  # let the launcher forward the message before Abort kills it
+                _S.MPI.COMM_WORLD.Abort(1)
+                os._exit(1)  # Abort does not return; should it, do not write again
+
+
+_watchdog: list[_Watchdog] = []
+
+
+def _wait_data(requests: Sequence[Any], what: str) -> None:
+    """Complete the data phase of a collective in MPI's ``Waitall``, under the watchdog."""
+    if not _watchdog:
+        _watchdog.append(_Watchdog())
+    dog = _watchdog[0]
+    dog.arm(what, timeout())
+    try:
+        _S.MPI.Request.Waitall(list(requests))
+    finally:
+        dog.disarm()
 
 
 def barrier() -> None:
@@ -440,7 +508,7 @@ def all_reduce(tree: Any, op: str = "mean") -> Any:
         wire = buf.astype(carrier) if carrier is not None else buf
         sent, copied = _to_mpi(wire, key[0])
         pending.append((idx, buf, wire, sent, copied, carrier, s.comm.Iallreduce(MPI.IN_PLACE, sent, op=MPI.SUM)))
-    _wait([p[-1] for p in pending], call)
+    _wait_data([p[-1] for p in pending], call)
     for idx, buf, wire, sent, copied, carrier, _ in pending:
         wire = _from_mpi(wire, sent, copied)
         if op == "mean":
@@ -484,7 +552,7 @@ def broadcast(tree: Any, root: int = 0) -> Any:
         wire = buf.astype(carrier) if carrier is not None else buf
         sent, copied = _to_mpi(wire, key[0])
         pending.append((idx, buf, wire, sent, copied, carrier, s.comm.Ibcast(sent, root=int(root))))
-    _wait([p[-1] for p in pending], call)
+    _wait_data([p[-1] for p in pending], call)
     for idx, buf, wire, sent, copied, carrier, _ in pending:
         wire = _from_mpi(wire, sent, copied)
         if carrier is not None:

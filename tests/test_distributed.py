@@ -342,8 +342,9 @@ def test_facade_under_mpiexec(n: int) -> None:
 
 @needs_mpi
 def test_a_rank_that_raises_does_not_hang_the_others() -> None:
+    # it raises before the collective: the others time out in the fingerprint exchange
     start = time.perf_counter()
-    proc = mpirun(3, SCRIPTS / "rank_fails.py", env=clean_env(TAPEGRAD_DIST_TIMEOUT="2"))
+    proc = mpirun(3, SCRIPTS / "rank_fails.py", "before", env=clean_env(TAPEGRAD_DIST_TIMEOUT="2"))
     seconds = time.perf_counter() - start
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "UNREACHABLE" not in out, out
@@ -353,3 +354,30 @@ def test_a_rank_that_raises_does_not_hang_the_others() -> None:
             in out, out
     assert "Another rank has probably failed" in out
     assert seconds < 60, f"the job took {seconds:.0f} s"
+
+
+@needs_mpi
+def test_a_rank_lost_after_the_fingerprints_aborts_the_job() -> None:
+    # it passes the fingerprint exchange and never sends data: the watchdog aborts the job
+    proc = mpirun(2, SCRIPTS / "rank_fails.py", "between", env=clean_env(TAPEGRAD_DIST_TIMEOUT="2"))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "UNREACHABLE" not in out, out
+    assert "DistributedTimeoutError: tapegrad.distributed.all_reduce(op='mean'): rank 0 of 2 waited 2 s" in out, out
+    assert "Aborting the MPI job" in out, out
+
+
+@needs_mpi
+def test_train_digits_two_processes_match_one() -> None:
+    pytest.importorskip("sklearn")
+    example = ROOT / "examples" / "train_digits.py"
+    for style in ("functional", "torch"):
+        args = ("--style", style, "--epochs", "1", "--batch", "256", "--quiet")
+        one = subprocess.run([sys.executable, str(example), *args], cwd=ROOT, env=clean_env(),
+                             capture_output=True, text=True, timeout=120)
+        assert one.returncode == 0, one.stdout + one.stderr
+        two = mpirun(2, example, *args, timeout=120)
+        assert two.returncode == 0, two.stdout + two.stderr
+        acc = [line for line in one.stdout.splitlines() if line.startswith("held-out accuracy")]
+        acc2 = [line for line in two.stdout.splitlines() if line.startswith("held-out accuracy")]
+        assert len(acc) == 1 and len(acc2) == 1, (one.stdout, two.stdout)  # printed by rank 0 only
+        assert "2 processes" in two.stdout and acc2[0].replace(", 2 processes", "") == acc[0], (acc, acc2)
