@@ -63,7 +63,9 @@ LR = 3e-3
 BETAS = (0.9, 0.999)
 EPS = 1e-8
 
-Step = Callable[[np.ndarray, np.ndarray], float]  # one update on a batch (indices into the data)
+# One update on a batch (indices into the data); returns the batch's mean loss (under
+# mpiexec: this process's part of it, which train() adds up over the processes).
+Step = Callable[[np.ndarray, np.ndarray], float]
 
 
 # --- data -------------------------------------------------------------------------------------
@@ -158,8 +160,9 @@ def functional_trainer(X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -
     def step(idx: np.ndarray) -> float:
         if dist.world_size() > 1:
             mine = dist.shard(idx)
+            # this process's part of the batch's mean loss (train() adds the parts up)
             loss, grads = shard_value_and_grad(params, X[mine], onehot[mine], len(idx))
-            loss, grads = dist.all_reduce((loss, grads), op="sum")  # one message per dtype
+            grads = dist.all_reduce(grads, op="sum")  # one message per dtype
         else:
             loss, grads = value_and_grad(params, X[idx], onehot[idx])
         adam_update(params, grads, state)
@@ -228,7 +231,7 @@ def torch_trainer(X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> tup
             loss = sum_loss(model(Xt[mine]), yt[mine]) * (n_proc / len(idx))
             loss.backward()
             optimizer.step()
-            return float(dist.all_reduce(np.array(loss.item())))
+            return loss.item() / n_proc  # this process's part of the batch's mean loss
         loss = loss_fn(model(Xt[idx]), yt[idx])
         loss.backward()
         optimizer.step()
@@ -310,7 +313,10 @@ def train(style: str, epochs: int = EPOCHS, seed: int = 0, quiet: bool = False,
             count += len(idx)
             if bar is not None:
                 bar.update()
-                bar.set_postfix_str(f"epoch {epoch + 1}/{epochs}, loss {total / count:.4f}", refresh=False)
+                shown = f", loss {total / count:.4f}" if dist.world_size() == 1 else ""  # else a part
+                bar.set_postfix_str(f"epoch {epoch + 1}/{epochs}{shown}", refresh=False)
+        if dist.world_size() > 1:  # the processes' parts of the losses, once per epoch
+            total = dist.all_reduce(total, op="sum")
         history.append(total / count)
     seconds = time.perf_counter() - start
     if bar is not None:

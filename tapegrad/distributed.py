@@ -180,6 +180,9 @@ def set_timeout(seconds: float | None) -> None:
 # --- waiting with a deadline ------------------------------------------------------------------
 
 
+_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
+
+
 def _timeout_message(what: str, limit: float) -> str:
     return (f"tapegrad.distributed.{what}: rank {_S.rank} of {_S.size} waited {limit:g} s "
             "for the other ranks to join this collective. Another rank has probably "
@@ -192,9 +195,9 @@ def _wait(requests: Sequence[Any], what: str) -> None:
 
     For the small messages that open a collective (the fingerprints, a
     barrier): a rank that died never joins them, so this is where the others
-    notice. Spins on ``Testall`` (which drives MPI's progress) for the first
-    10 ms, then sleeps in growing steps (up to 1 ms) so a long wait leaves
-    the core to others.
+    notice. Spins on ``Testall`` (which drives MPI's progress), yielding the
+    core between tests (on a busy machine the rank we wait for may need it),
+    for the first 10 ms; then sleeps in growing steps (up to 1 ms).
     """
     if not requests:
         return
@@ -212,6 +215,8 @@ def _wait(requests: Sequence[Any], what: str) -> None:
         if now > 1e-2:
             nap = min(1e-3, nap * 2 or 2e-5)
             time.sleep(nap)
+        else:
+            _yield()
 
 
 class _Watchdog:
@@ -223,44 +228,37 @@ class _Watchdog:
     faster than polling ``Test`` from Python for large messages (MPI makes
     progress inside the call), but a blocked call cannot raise: past the
     deadline this thread prints the error and calls ``MPI.COMM_WORLD.Abort``.
+    Arming and disarming only set an attribute (no lock, no wake-up: the
+    thread looks a few times per timeout, at most once a second).
     """
 
     def __init__(self) -> None:
         import threading
 
-        self.cond = threading.Condition()
-        self.deadline: float | None = None
-        self.what = ""
+        self.armed: tuple[float, str] | None = None
         self.thread = threading.Thread(target=self._run, name="tapegrad-distributed-watchdog", daemon=True)
         self.thread.start()
 
     def arm(self, what: str, seconds: float) -> None:
-        with self.cond:
-            self.deadline, self.what = time.monotonic() + seconds, what
-            self.cond.notify()
+        self.armed = (time.monotonic() + seconds, what)
 
     def disarm(self) -> None:
-        with self.cond:
-            self.deadline = None
+        self.armed = None
 
     def _run(self) -> None:
-        with self.cond:
-            while True:
-                if self.deadline is None:
-                    self.cond.wait()
-                    continue
-                left = self.deadline - time.monotonic()
-                if left > 0:
-                    self.cond.wait(left)
-                    continue
-                import sys
+        while True:
+            time.sleep(min(max(timeout() / 8, 0.05), 1.0))
+            armed = self.armed
+            if armed is None or time.monotonic() < armed[0]:
+                continue
+            import sys
 
-                sys.stderr.write(f"tapegrad.distributed.DistributedTimeoutError: "
-                                 f"{_timeout_message(self.what, timeout())} Aborting the MPI job.\n")
-                sys.stderr.flush()
-                time.sleep(0.5)  # let the launcher forward the message before Abort kills it
-                _S.MPI.COMM_WORLD.Abort(1)
-                os._exit(1)  # Abort does not return; should it, do not write again
+            sys.stderr.write(f"tapegrad.distributed.DistributedTimeoutError: "
+                             f"{_timeout_message(armed[1], timeout())} Aborting the MPI job.\n")
+            sys.stderr.flush()
+            time.sleep(0.5)  # let the launcher forward the message before Abort kills it
+            _S.MPI.COMM_WORLD.Abort(1)
+            os._exit(1)  # Abort does not return; should it, do not write again
 
 
 _watchdog: list[_Watchdog] = []
@@ -327,17 +325,25 @@ def _mismatch_message(call: str, descs: list[tuple[str, str, list[str]]]) -> str
     return head  # pragma: no cover  (unequal descriptions differ somewhere above)
 
 
+_DIGESTS: dict[Any, Any] = {}
+
+
 def _agree(call: str, treedef: TreeDef, metas: list[tuple[tuple[int, ...], str]]) -> None:
     """Exchange a 64-bit hash of the call, tree, shapes and dtypes; on a mismatch
     every rank sees it, so all exchange descriptions and raise the same error."""
-    desc = _describe(call, treedef, metas)
-    digest = hashlib.blake2b(repr(desc).encode(), digest_size=8).digest()
-    mine = np.frombuffer(digest, dtype=np.int64).copy()
+    key = (call, treedef, tuple(metas))
+    mine = _DIGESTS.get(key)
+    if mine is None:  # a training loop asks for the same few: hash each once
+        text = repr(_describe(call, treedef, metas)).encode()
+        mine = np.frombuffer(hashlib.blake2b(text, digest_size=8).digest(), dtype=np.int64).copy()
+        if len(_DIGESTS) >= 64:
+            _DIGESTS.clear()
+        _DIGESTS[key] = mine
     everyone = np.empty(_S.size, dtype=np.int64)
     _wait([_S.comm.Iallgather(mine, everyone)], call)
     if (everyone == everyone[0]).all():
         return
-    descs = _S.comm.allgather(desc)  # every rank got here: it saw the same hashes
+    descs = _S.comm.allgather(_describe(call, treedef, metas))  # every rank saw the same hashes
     raise DistributedError(_mismatch_message(call, descs))
 
 
