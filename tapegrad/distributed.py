@@ -21,12 +21,15 @@ each process computes gradients on its shard of the batch and
   structure, the shapes, the dtypes and the call): ranks that disagree get a
   :class:`DistributedError` naming what differs, instead of a hang or a
   silently wrong sum.
-- Every collective is non-blocking (``Iallreduce``, ``Ibcast``, ...) polled
-  against a deadline: when a rank has died (an exception it did not catch)
-  the others raise :class:`DistributedTimeoutError` after
-  :func:`timeout` seconds (``TAPEGRAD_DIST_TIMEOUT``, default 300) instead
-  of waiting forever. Launch with ``mpiexec -n N python -m mpi4py train.py``
-  to have the whole job aborted at once when any rank raises.
+- No rank waits forever. The fingerprints travel in a non-blocking
+  ``Iallgather`` polled against a deadline: when a rank has died (an exception
+  it did not catch) the others raise :class:`DistributedTimeoutError` after
+  :func:`timeout` seconds (``TAPEGRAD_DIST_TIMEOUT``, default 300). The data
+  then moves in MPI's own ``Waitall`` (polling from Python is several times
+  slower for large messages) under a watchdog thread that prints the same
+  error and calls ``MPI_Abort`` past the deadline. Launch with ``mpiexec -n N
+  python -m mpi4py train.py`` to have the whole job aborted at once when any
+  rank raises.
 - CuPy arrays are passed to MPI as device buffers when the MPI build is
   CUDA-aware (``TAPEGRAD_MPI_CUDA_AWARE=1`` forces it, ``=0`` forbids it;
   otherwise ``MPIX_Query_cuda_support`` where mpi4py offers it, or MPICH's
@@ -75,8 +78,9 @@ class DistributedTimeoutError(DistributedError, TimeoutError):
 # Environment variables that MPI launchers set in the processes they start:
 # MPICH's and Intel MPI's hydra (PMI_*), Open MPI, PMIx-based launchers (srun,
 # prterun). Their presence, not mpi4py's, says that we run under a launcher.
-_LAUNCHER_SIZE = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
-_LAUNCHER_ANY = (*_LAUNCHER_SIZE, "PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_FD")
+_LAUNCHER_SIZE = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE")
+_LAUNCHER_ANY = (*_LAUNCHER_SIZE, "PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_FD",
+                 "MPI_LOCALNRANKS")
 
 _DEFAULT_TIMEOUT = 300.0
 
