@@ -25,8 +25,9 @@ each process computes gradients on its shard of the batch and
   ``Iallgather`` polled against a deadline: when a rank has died (an exception
   it did not catch) the others raise :class:`DistributedTimeoutError` after
   :func:`timeout` seconds (``TAPEGRAD_DIST_TIMEOUT``, default 300). The data
-  then moves in MPI's own ``Waitall`` (polling from Python is several times
-  slower for large messages) under a watchdog thread that prints the same
+  then moves in MPI's blocking ``Allreduce`` / ``Bcast`` (MPI's fastest
+  algorithms; polling a non-blocking request from Python was several times
+  slower on a busy machine) under a watchdog thread that prints the same
   error and calls ``MPI_Abort`` past the deadline. Launch with ``mpiexec -n N
   python -m mpi4py train.py`` to have the whole job aborted at once when any
   rank raises.
@@ -44,6 +45,7 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -228,10 +230,10 @@ class _Watchdog:
 
     The data of a collective moves only after every rank has passed the
     fingerprint exchange, so a rank can be missing there only if it died in
-    between. Waiting for the data in MPI's own ``Waitall`` is several times
-    faster than polling ``Test`` from Python for large messages (MPI makes
-    progress inside the call), but a blocked call cannot raise: past the
-    deadline this thread prints the error and calls ``MPI.COMM_WORLD.Abort``.
+    between. The data moves in MPI's blocking calls, faster than a
+    non-blocking request polled from Python (MPI makes progress inside the
+    call), but a blocked call cannot raise: past the deadline this thread
+    prints the error and calls ``MPI.COMM_WORLD.Abort``.
     Arming and disarming only set an attribute (no lock, no wake-up: the
     thread looks a few times per timeout, at most once a second).
     """
@@ -268,14 +270,15 @@ class _Watchdog:
 _watchdog: list[_Watchdog] = []
 
 
-def _wait_data(requests: Sequence[Any], what: str) -> None:
-    """Complete the data phase of a collective in MPI's ``Waitall``, under the watchdog."""
+def _guarded(what: str, calls: Sequence[Any]) -> None:
+    """Run the blocking MPI ``calls`` (the data phase of a collective) under the watchdog."""
     if not _watchdog:
         _watchdog.append(_Watchdog())
     dog = _watchdog[0]
     dog.arm(what, timeout())
     try:
-        _S.MPI.Request.Waitall(list(requests))
+        for call in calls:
+            call()
     finally:
         dog.disarm()
 
@@ -546,11 +549,10 @@ def all_reduce(tree: Any, op: str = "mean") -> Any:
     pending = []
     for key, idx in packed.groups:
         buf = packed.pack(key, idx)
-        sent = _to_mpi(buf, key[0])
-        pending.append((key, idx, buf, sent, s.comm.Iallreduce(MPI.IN_PLACE, sent, op=MPI.SUM)))
-    _wait_data([p[-1] for p in pending], call)
+        pending.append((key, idx, buf, _to_mpi(buf, key[0])))
+    _guarded(call, [partial(s.comm.Allreduce, MPI.IN_PLACE, p[-1], op=MPI.SUM) for p in pending])
     out: list[Any] = [None] * len(leaves)
-    for key, idx, buf, sent, _ in pending:
+    for key, idx, buf, sent in pending:
         _from_mpi(buf, sent)
         packed.unpack(key, idx, buf, out, divide=s.size if op == "mean" else 1)
     return tree_unflatten(treedef, out)
@@ -581,11 +583,10 @@ def broadcast(tree: Any, root: int = 0) -> Any:
     pending = []
     for key, idx in packed.groups:
         buf = packed.pack(key, idx, fill=s.rank == root)
-        sent = _to_mpi(buf, key[0])
-        pending.append((key, idx, buf, sent, s.comm.Ibcast(sent, root=int(root))))
-    _wait_data([p[-1] for p in pending], call)
+        pending.append((key, idx, buf, _to_mpi(buf, key[0])))
+    _guarded(call, [partial(s.comm.Bcast, p[-1], root=int(root)) for p in pending])
     out: list[Any] = [None] * len(leaves)
-    for key, idx, buf, sent, _ in pending:
+    for key, idx, buf, sent in pending:
         _from_mpi(buf, sent)
         packed.unpack(key, idx, buf, out)
     return tree_unflatten(treedef, out)

@@ -72,7 +72,11 @@ class Counting:
     def __getattr__(self, name):
         return getattr(real, name)
 
-    def Iallreduce(self, *args, **kw):  # noqa: N802  (MPI's name)
+    def Allreduce(self, *args, **kw):  # noqa: N802  (MPI's names)
+        calls.append(args[1].dtype)
+        return real.Allreduce(*args, **kw)
+
+    def Iallreduce(self, *args, **kw):  # noqa: N802
         calls.append(args[1].dtype)
         return real.Iallreduce(*args, **kw)
 
