@@ -513,7 +513,7 @@ def _check_op(op: str) -> None:
         raise ValueError(f"tapegrad.distributed.all_reduce: op must be 'mean' or 'sum', got {op!r}")
 
 
-def all_reduce(tree: Any, op: str = "mean") -> Any:
+def all_reduce(tree: Any, op: str = "mean", *, check: bool = True) -> Any:
     """The element-wise mean (or sum) of ``tree`` over all ranks.
 
     Every rank passes a tree of the same structure, shapes and dtypes (a
@@ -524,6 +524,12 @@ def all_reduce(tree: Any, op: str = "mean") -> Any:
     Args:
         tree: a pytree of NumPy (or CuPy) arrays and scalars.
         op: ``"mean"`` (floating and complex leaves only) or ``"sum"``.
+        check: exchange the fingerprints first (one small round trip). Pass
+            ``False`` only where every rank is known to pass the same
+            structure, shapes and dtypes (``DistributedDataParallel`` does,
+            for the buckets it checked at wrap time): a mismatch is then
+            undefined behaviour in MPI, and a rank that died is noticed by
+            the watchdog (which aborts the job), not by a timeout error.
 
     Returns:
         A tree of the same structure; each leaf has its input's shape and dtype
@@ -544,7 +550,8 @@ def all_reduce(tree: Any, op: str = "mean") -> Any:
             if np.dtype(a.dtype).kind not in "fc":
                 raise TypeError(f"tapegrad.distributed.{call}: leaf {i} has dtype {a.dtype}; "
                                 "the mean takes floating or complex leaves (use op='sum')")
-    _agree(call, treedef, packed.metas())
+    if check:
+        _agree(call, treedef, packed.metas())
     MPI = s.MPI
     pending = []
     for key, idx in packed.groups:

@@ -47,6 +47,12 @@ model = DDP(make_model(seed=10 + r))
 ref = make_model(seed=10)
 for (name, p), q in zip(model.module.named_parameters(), ref.parameters()):
     assert torch.equal(p, q), f"not broadcast at wrap: {name}"
+try:  # a model that differs between the ranks: a clear error when it is wrapped
+    DDP(nn.Linear(3 + (r == n - 1), 2))
+except tgd.DistributedError as e:
+    assert "rank 0 has float32[2, 3]" in str(e) and "float32[2, 4]" in str(e), str(e)
+else:
+    raise AssertionError("DDP wrapped models that differ between the ranks")
 keys = list(model.state_dict())
 assert keys and all(k.startswith("module.") for k in keys), keys
 assert [k[len("module."):] for k in keys] == list(ref.state_dict())

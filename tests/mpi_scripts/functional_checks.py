@@ -80,13 +80,21 @@ class Counting:
         calls.append(args[1].dtype)
         return real.Iallreduce(*args, **kw)
 
+    def Iallgather(self, *args, **kw):  # noqa: N802  (the fingerprints)
+        calls.append("fingerprint")
+        return real.Iallgather(*args, **kw)
+
 
 dist._S.comm = Counting()
 try:
     out = dist.all_reduce(tree)
+    assert sorted(str(d) for d in calls) == ["fingerprint", "float32", "float64"], f"messages: {calls}"
+    calls.clear()
+    unchecked = dist.all_reduce(tree, check=False)  # the same data, no fingerprint round trip
+    assert sorted(str(d) for d in calls) == ["float32", "float64"], f"messages: {calls}"
 finally:
     dist._S.comm = real
-assert sorted(str(d) for d in calls) == ["float32", "float64"], f"messages: {calls}"
+assert all(np.array_equal(u, o) for u, o in zip(dist.tree_flatten(unchecked)[0], dist.tree_flatten(out)[0]))
 tot = n * (n + 1) / 2  # sum of r + 1
 assert out["a"].dtype == np.float32 and np.allclose(out["a"], tot / n), out["a"]
 assert out["b"][0].dtype == np.float64 and np.allclose(out["b"][0], np.arange(4.0) * tot / n)

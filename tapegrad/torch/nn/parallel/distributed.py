@@ -6,7 +6,9 @@ in a ``backward()`` queues a callback that runs when ``backward()`` has
 written every ``.grad``. That callback averages the gradients over the ranks
 in buckets of about ``bucket_cap_mb`` megabytes, in reverse parameter order
 (PyTorch's order): one :func:`tapegrad.distributed.all_reduce` per bucket,
-itself one fused message per dtype.
+itself one fused message per dtype. The first reduction compares the ranks'
+buckets (fingerprints); the later ones, of the same buckets, skip that
+round trip.
 
 Why not reduce each bucket while the backward pass still runs, as PyTorch
 does? tapegrad's reverse pass computes every leaf's cotangent before it
@@ -76,6 +78,7 @@ class DistributedDataParallel(Module):
             raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be positive, got {bucket_cap_mb!r}")
         object.__setattr__(self, "_sync", True)
         object.__setattr__(self, "_queued_in", None)  # the backward() whose callbacks hold ours
+        object.__setattr__(self, "_checked", False)  # whether the ranks' buckets were compared
         params = [p for p in module.parameters() if p.requires_grad]
         object.__setattr__(self, "_buckets", _buckets(params, cap * 2**20))
         self._sync_state()  # every rank starts from rank 0's weights
@@ -124,8 +127,12 @@ class DistributedDataParallel(Module):
 
     def _reduce(self) -> None:
         object.__setattr__(self, "_queued_in", None)
+        # The buckets never change: the first reduction checks that every rank has
+        # the same ones (fingerprints); later ones skip that round trip.
+        check = not self._checked
         for bucket in self._buckets:
-            _reduce_bucket(bucket)
+            _reduce_bucket(bucket, check)
+        object.__setattr__(self, "_checked", True)
 
 
 def _buckets(params: Sequence[Tensor], cap: float) -> list[list[Tensor]]:
@@ -142,7 +149,7 @@ def _buckets(params: Sequence[Tensor], cap: float) -> list[list[Tensor]]:
     return out
 
 
-def _reduce_bucket(bucket: list[Tensor]) -> None:
+def _reduce_bucket(bucket: list[Tensor], check: bool) -> None:
     """Average the bucket's gradients over the ranks: one all_reduce (one message per
     dtype). A 0/1 flag per parameter rides along in the first parameter's dtype, so
     ranks where a parameter got no gradient contribute zeros, and a parameter no
@@ -155,7 +162,7 @@ def _reduce_bucket(bucket: list[Tensor]) -> None:
     xp = array_module(first)
     flags = xp.asarray([0.0 if a is None else 1.0 for a in arrays], dtype=first.dtype)
     tree = [[a if a is not None else xp.zeros_like(value(_v(p))) for a, p in zip(arrays, bucket)], flags]
-    means, counts = _tgd.all_reduce(tree, op="mean")
+    means, counts = _tgd.all_reduce(tree, op="mean", check=check)
     for p, a, m, c in zip(bucket, arrays, means, counts.tolist()):
         if c == 0:
             continue
