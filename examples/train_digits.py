@@ -9,6 +9,16 @@
                          (``value_and_grad`` and ``tg.optimizers.adam``'s update)
                          compiled as one ``tg.jit`` program
 
+Data-parallel: ``mpiexec -n 2 python examples/train_digits.py [--style torch]``
+runs N processes (``pip install "tapegrad[distributed]"``). Every process draws
+the same batches; each computes the gradient on its shard of the batch
+(``tapegrad.distributed.shard``), and the shards' gradients are summed over the
+processes: ``tapegrad.distributed.all_reduce`` in the functional style,
+``DistributedDataParallel`` in the torch style. Each process's loss is its
+shard's sum over the *global* batch size, so the sum over processes is the
+one-process mean loss and the run takes the same steps as one process with
+the same (global) batch, to rounding.
+
 Both styles train the same network (64 -> 256 -> tanh -> 10, PyTorch's
 ``nn.Linear`` initialisation) with the same hyperparameters, the same initial
 weights and the same mini-batches for a given ``--seed``: the generator that
@@ -21,7 +31,8 @@ The data (1,797 8x8 images, 64 features, 10 classes) ships with scikit-learn:
 no download. Features are standardised with the training split's statistics
 and 20% of the images are held out for the accuracy.
 
-Run: python examples/train_digits.py [--style functional|torch] [--jit] [--epochs N] [--seed S] [--small]
+Run: [mpiexec -n N] python examples/train_digits.py [--style functional|torch] [--jit]
+     [--epochs N] [--batch B] [--seed S] [--small] [--quiet]
 """
 
 from __future__ import annotations
@@ -42,6 +53,7 @@ from typing import Any
 import numpy as np
 
 import tapegrad as tg
+import tapegrad.distributed as dist
 import tapegrad.numpy as tnp
 
 SIZES = (64, 256, 10)  # input, hidden, classes
@@ -51,7 +63,9 @@ LR = 3e-3
 BETAS = (0.9, 0.999)
 EPS = 1e-8
 
-Step = Callable[[np.ndarray, np.ndarray], float]  # one update on a batch (indices into the data)
+# One update on a batch (indices into the data); returns the batch's mean loss (under
+# mpiexec: this process's part of it, which train() adds up over the processes).
+Step = Callable[[np.ndarray, np.ndarray], float]
 
 
 # --- data -------------------------------------------------------------------------------------
@@ -105,6 +119,13 @@ def loss_fn(params: dict[str, Any], x: np.ndarray, onehot: np.ndarray) -> Any:
     return tnp.mean(tnp.logsumexp(z, axis=1)) - tnp.sum(z * onehot) / x.shape[0]
 
 
+def shard_loss_fn(params: dict[str, Any], x: np.ndarray, onehot: np.ndarray, total: int) -> Any:
+    """This process's part of the mean cross-entropy of a batch of ``total`` rows
+    split over the processes: its rows' sum over ``total`` (the parts add up to the mean)."""
+    z = logits(params, x)
+    return (tnp.sum(tnp.logsumexp(z, axis=1)) - tnp.sum(z * onehot)) / total
+
+
 def adam_state(params: dict[str, np.ndarray]) -> dict[str, Any]:
     return {"t": 0, "m": {k: np.zeros_like(p) for k, p in params.items()},
             "v": {k: np.zeros_like(p) for k, p in params.items()}}
@@ -131,9 +152,19 @@ def functional_trainer(X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -
     state = adam_state(params)
     onehot = np.eye(SIZES[-1], dtype=X.dtype)[y]
     value_and_grad = tg.value_and_grad(loss_fn)
+    if dist.world_size() > 1:  # data-parallel: every process starts from rank 0's weights
+        params = dist.broadcast(params)
+        state = adam_state(params)
+        shard_value_and_grad = tg.value_and_grad(shard_loss_fn)
 
     def step(idx: np.ndarray) -> float:
-        loss, grads = value_and_grad(params, X[idx], onehot[idx])
+        if dist.world_size() > 1:
+            mine = dist.shard(idx)
+            # this process's part of the batch's mean loss (train() adds the parts up)
+            loss, grads = shard_value_and_grad(params, X[mine], onehot[mine], len(idx))
+            grads = dist.all_reduce(grads, op="sum")  # one message per dtype
+        else:
+            loss, grads = value_and_grad(params, X[idx], onehot[idx])
         adam_update(params, grads, state)
         return float(loss)
 
@@ -183,9 +214,24 @@ def torch_trainer(X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> tup
     loss_fn = nn.CrossEntropyLoss()
     optimizer = torch.optim.Adam(model.parameters(), lr=LR, betas=BETAS, eps=EPS)
     Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
+    n_proc = dist.world_size()
+    if n_proc > 1:
+        # data-parallel: rank 0's weights at wrap, gradients averaged in backward()
+        if not torch.distributed.is_initialized():
+            torch.distributed.init_process_group(backend="mpi")
+        model = nn.parallel.DistributedDataParallel(model)
+        sum_loss = nn.CrossEntropyLoss(reduction="sum")
 
     def step(idx: np.ndarray) -> float:
         optimizer.zero_grad()
+        if n_proc > 1:
+            mine = torch.from_numpy(dist.shard(idx))
+            # DDP averages over the processes: n_proc * (shard's sum / batch) averages
+            # to the batch's mean loss whatever the shard sizes
+            loss = sum_loss(model(Xt[mine]), yt[mine]) * (n_proc / len(idx))
+            loss.backward()
+            optimizer.step()
+            return loss.item() / n_proc  # this process's part of the batch's mean loss
         loss = loss_fn(model(Xt[idx]), yt[idx])
         loss.backward()
         optimizer.step()
@@ -247,23 +293,30 @@ def _progress(total: int, desc: str) -> Any:
 
 
 def train(style: str, epochs: int = EPOCHS, seed: int = 0, quiet: bool = False,
-          jit: bool = False) -> tuple[float, float, list[float]]:
-    """Train in ``style`` (compiled with ``jit``); returns (held-out accuracy,
+          jit: bool = False, batch: int = BATCH) -> tuple[float, float, list[float]]:
+    """Train in ``style`` (compiled with ``jit``) with mini-batches of ``batch``
+    (split over the processes under ``mpiexec``); returns (held-out accuracy,
     seconds, mean loss per epoch)."""
+    if jit and dist.world_size() > 1:
+        raise ValueError("--jit compiles the one-process step; run it without mpiexec")
     Xtr, ytr, Xte, yte = load_data()
     step, predict, rng = make_trainer(style, Xtr, ytr, seed, jit=jit)
-    n_batches = -(-len(Xtr) // BATCH)
+    n_batches = -(-len(Xtr) // batch)
+    quiet = quiet or dist.rank() != 0  # one progress bar, rank 0's
     bar = _progress(epochs * n_batches, f"{style + ('+jit' if jit else ''):>10}") if not quiet else None
     history = []
     start = time.perf_counter()
     for epoch in range(epochs):
         total, count = 0.0, 0
-        for idx in batches(rng, len(Xtr), BATCH):
+        for idx in batches(rng, len(Xtr), batch):
             total += step(idx) * len(idx)
             count += len(idx)
             if bar is not None:
                 bar.update()
-                bar.set_postfix_str(f"epoch {epoch + 1}/{epochs}, loss {total / count:.4f}", refresh=False)
+                shown = f", loss {total / count:.4f}" if dist.world_size() == 1 else ""  # else a part
+                bar.set_postfix_str(f"epoch {epoch + 1}/{epochs}{shown}", refresh=False)
+        if dist.world_size() > 1:  # the processes' parts of the losses, once per epoch
+            total = dist.all_reduce(total, op="sum")
         history.append(total / count)
     seconds = time.perf_counter() - start
     if bar is not None:
@@ -277,18 +330,29 @@ def main() -> None:
     parser.add_argument("--style", choices=sorted(TRAINERS), default="functional")
     parser.add_argument("--epochs", type=int, default=None, help=f"passes over the data (default {EPOCHS})")
     parser.add_argument("--seed", type=int, default=0, help="initial weights and batch order")
+    parser.add_argument("--batch", type=int, default=BATCH,
+                        help=f"the (global) mini-batch size (default {BATCH})")
     parser.add_argument("--small", action="store_true", help="a fast smoke run (2 epochs)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--jit", action="store_true",
                         help="compile the functional training step (value_and_grad + Adam) with tg.jit")
     args = parser.parse_args()
     if args.jit and args.style != "functional":
         parser.error("--jit compiles the functional style's step (use it without --style torch)")
+    if args.jit and dist.world_size() > 1:
+        parser.error("--jit compiles the one-process step; run it without mpiexec")
+    if args.batch < 1:
+        parser.error(f"--batch must be at least 1, got {args.batch}")
     epochs = args.epochs if args.epochs is not None else (2 if args.small else EPOCHS)
-    accuracy, seconds, history = train(args.style, epochs, args.seed, jit=args.jit)
+    accuracy, seconds, history = train(args.style, epochs, args.seed, quiet=args.quiet, jit=args.jit,
+                                       batch=args.batch)
     label = f"{args.style}, jit" if args.jit else args.style
-    print(f"{label}: {epochs} epochs of {SIZES[0]}-{SIZES[1]}-{SIZES[2]} MLP, Adam lr={LR}, "
-          f"batch {BATCH}, in {seconds:.2f} s; loss {history[0]:.4f} -> {history[-1]:.4f}")
-    print(f"held-out accuracy: {accuracy:.1%} ({label})")
+    if dist.world_size() > 1:
+        label += f", {dist.world_size()} processes"
+    if dist.rank() == 0:
+        print(f"{label}: {epochs} epochs of {SIZES[0]}-{SIZES[1]}-{SIZES[2]} MLP, Adam lr={LR}, "
+              f"batch {args.batch}, in {seconds:.2f} s; loss {history[0]:.4f} -> {history[-1]:.4f}")
+        print(f"held-out accuracy: {accuracy:.1%} ({label})")
 
 
 if __name__ == "__main__":

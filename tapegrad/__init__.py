@@ -6,6 +6,8 @@
     tg.grad(lambda x: tnp.sum(tnp.sin(x) ** 2))(np.ones(3))
 """
 
+from typing import Any
+
 from tapegrad import numpy as numpy  # noqa: F401  (installs operators and rules)
 from tapegrad import optimizers
 from tapegrad.batching import defbatch
@@ -48,6 +50,7 @@ __all__ = [
     "defjvp",
     "defvjp",
     "defvjp_argnum",
+    "distributed",
     "elementwise_grad",
     "grad",
     "hessian",
@@ -69,3 +72,12 @@ __all__ = [
     "vjp",
     "vmap",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``tg.distributed`` is imported on first use (it never imports mpi4py itself)."""
+    if name == "distributed":
+        import importlib
+
+        return importlib.import_module("tapegrad.distributed")
+    raise AttributeError(f"module 'tapegrad' has no attribute {name!r}")

@@ -30,7 +30,7 @@ PUBLIC_MODULES = {
     "tapegrad.numpy", "tapegrad.numpy.primitives", "tapegrad.numpy.linalg", "tapegrad.numpy.fft",
     "tapegrad.scipy", "tapegrad.scipy.special",
     "tapegrad.tape", "tapegrad.graph_tape", "tapegrad.tracer", "tapegrad.primitive", "tapegrad.backend",
-    "tapegrad.pytree", "tapegrad.optimizers",
+    "tapegrad.pytree", "tapegrad.optimizers", "tapegrad.distributed",
 }
 
 

@@ -21,6 +21,7 @@ from tapegrad.torch import (  # noqa: E402, I001
     _dtype,
     _ops,  # noqa: I001  (installs the op table's methods on Tensor first)
     autograd,
+    distributed,
     func,
     linalg,
     nn,
@@ -138,7 +139,7 @@ __all__ = [
     "ones", "ones_like", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like",
     "randperm", "seed", "set_anomaly_enabled", "set_default_dtype", "set_grad_enabled", "short", "stack", "tensor",
     "uint8", "vmap", "vstack", "where", "zeros", "zeros_like", "nn", "optim", "utils",
-    "load", "save", "serialization", "linalg", "svd", "accelerator",
+    "load", "save", "serialization", "distributed", "linalg", "svd", "accelerator",
     "set_default_device", "get_default_device", "Generator", "default_generator", "initial_seed",
     "get_rng_state", "set_rng_state", "normal", "poisson",
 ]

@@ -85,9 +85,23 @@ def _accumulate(t: Tensor, g: Any, create_graph: bool, seen: set[int]) -> None:
         t._grad = _new(old._value + g)
 
 
+# Callbacks queued during a backward() (by a leaf's hook), run once it has written
+# every .grad; None while no backward() runs. As PyTorch's
+# Variable._execution_engine.queue_callback; DistributedDataParallel uses it.
+_callbacks: list[Any] | None = None
+
+
+def queue_callback(fn: Any) -> None:
+    """Run ``fn()`` when the running ``backward()`` has accumulated every ``.grad``."""
+    if _callbacks is None:
+        raise RuntimeError("queue_callback: no backward() is running")
+    _callbacks.append(fn)
+
+
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
              create_graph: bool = False, grad_variables: Any = None, inputs: Any = None) -> None:
-    """Accumulate the gradients of ``tensors`` into the ``.grad`` of the leaves.
+    """Accumulate the gradients of ``tensors`` into the ``.grad`` of the leaves
+    (then run the callbacks queued meanwhile, see :func:`queue_callback`).
 
     Args:
         tensors: the roots (tensors that require grad).
@@ -96,6 +110,18 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         create_graph: record the backward pass (gradients get a ``grad_fn``).
         inputs: accumulate only into these tensors (leaves or not).
     """
+    global _callbacks
+    outer, _callbacks = _callbacks, []
+    try:
+        _backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
+        while _callbacks:
+            _callbacks.pop(0)()
+    finally:
+        _callbacks = outer
+
+
+def _backward(tensors: Any, grad_tensors: Any, retain_graph: bool | None,
+              create_graph: bool, inputs: Any) -> None:
     outs = _as_list(tensors)
     grads = _as_list(grad_tensors) if grad_tensors is not None else [None] * len(outs)
     if isinstance(grad_tensors, Tensor):

@@ -12,7 +12,7 @@ the gradients come from the facade's tape.
 """
 
 from tapegrad.torch._missing import missing_names
-from tapegrad.torch.nn import functional, init, utils
+from tapegrad.torch.nn import functional, init, parallel, utils
 from tapegrad.torch.nn.modules import (
     ELU,
     GELU,
@@ -81,7 +81,7 @@ __all__ = [
     "Parameter", "ParameterDict", "ParameterList", "RNN", "RNNCell", "ReLU", "Sequential", "SiLU",
     "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Transformer", "TransformerDecoder", "TransformerDecoderLayer",
     "TransformerEncoder",
-    "TransformerEncoderLayer", "Unflatten", "functional", "init", "utils",
+    "TransformerEncoderLayer", "Unflatten", "functional", "init", "parallel", "utils",
 ]
 
 __getattr__ = missing_names(__name__, "torch.nn")

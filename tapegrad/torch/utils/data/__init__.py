@@ -9,6 +9,7 @@ calling process).
 """
 
 from tapegrad.torch._missing import missing_names
+from tapegrad.torch.utils.data import distributed
 from tapegrad.torch.utils.data.collate import default_collate, default_convert
 from tapegrad.torch.utils.data.dataloader import DataLoader
 from tapegrad.torch.utils.data.dataset import (
@@ -30,7 +31,7 @@ from tapegrad.torch.utils.data.sampler import (
 __all__ = [
     "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset", "RandomSampler",
     "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset",
-    "default_collate", "default_convert", "random_split",
+    "default_collate", "default_convert", "distributed", "random_split",
 ]
 
 

@@ -1,0 +1,5 @@
+"""``torch.nn.parallel``: :class:`DistributedDataParallel` (on MPI)."""
+
+from tapegrad.torch.nn.parallel.distributed import DistributedDataParallel
+
+__all__ = ["DistributedDataParallel"]
