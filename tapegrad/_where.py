@@ -5,7 +5,7 @@ user's call (an operator method, a primitive's wrapper, a rule in the
 backward pass). This module finds the first frame outside the package and
 words errors around it (only once something has gone wrong), and redirects
 NumPy's floating-point warnings there (a switch set once per tape or
-backward pass: see :func:`warn_at_user`).
+backward pass: see ``warn_at_user``).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _shape_text(a: Any) -> str | None:
 
 def reraised(err: BaseException) -> BaseException:
     """``err``, caught in the caller's ``except`` clause, ready to be raised
-    again there: one worded by :func:`op_error` with its traceback restarting
+    again there: one worded by ``op_error`` with its traceback restarting
     at the caller (a frame or two below the user's line, where the message
     points; NumPy's own traceback stays on the cause), any other as it came
     (its traceback without the caller's frame, which the raise adds back)."""
@@ -72,7 +72,7 @@ def op_error(name: str, args: Sequence[Any], err: ValueError) -> BaseException:
     the array operands and the user's line, with NumPy's message kept in its
     text and as its ``__cause__``: ``except ValueError`` still catches it.
     Any other error (a subclass such as ``LinAlgError``, or one already
-    worded by a nested call) is raised as it is (see :func:`reraised`).
+    worded by a nested call) is raised as it is (see ``reraised``).
     """
     if type(err) is not ValueError or getattr(err, "_tapegrad_where", False):
         return reraised(err)
@@ -188,7 +188,7 @@ def _source_of_call(f: FrameType) -> str:
 def warn_at_user() -> Any:
     """Attribute NumPy's floating-point warnings to the user's line from now
     on (a tape starts recording, a backward pass starts). Returns what
-    :func:`stop_warn_at_user` needs (None when nothing was switched: the
+    ``stop_warn_at_user`` needs (None when nothing was switched: the
     user's state has no "warn", or an outer tape switched it already)."""
     if _EXTOBJ is None:
         return None
@@ -211,7 +211,7 @@ def warn_at_user() -> Any:
 
 
 def stop_warn_at_user(token: Any) -> None:
-    """Undo :func:`warn_at_user` (given what it returned). A change the user
+    """Undo ``warn_at_user`` (given what it returned). A change the user
     made meanwhile with ``np.seterr`` or ``np.seterrcall`` is kept, with
     "warn" again where "call" was put (one made with ``np.errstate`` has
     undone itself already)."""

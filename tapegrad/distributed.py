@@ -2,7 +2,7 @@
 
 Run the same script on every process with ``mpiexec -n 4 python train.py``;
 each process computes gradients on its shard of the batch and
-:func:`all_reduce` averages them, so every process takes the same step.
+``all_reduce`` averages them, so every process takes the same step.
 
     import tapegrad as tg
     import tapegrad.distributed as dist
@@ -19,12 +19,12 @@ each process computes gradients on its shard of the batch and
   Importing ``tapegrad`` never imports ``mpi4py``.
 - Before the data, the ranks exchange a fingerprint (a hash of the tree
   structure, the shapes, the dtypes and the call): ranks that disagree get a
-  :class:`DistributedError` naming what differs, instead of a hang or a
+  ``DistributedError`` naming what differs, instead of a hang or a
   silently wrong sum.
 - No rank waits forever. The fingerprints travel in a non-blocking
   ``Iallgather`` polled against a deadline: when a rank has died (an exception
-  it did not catch) the others raise :class:`DistributedTimeoutError` after
-  :func:`timeout` seconds (``TAPEGRAD_DIST_TIMEOUT``, default 300). The data
+  it did not catch) the others raise ``DistributedTimeoutError`` after
+  ``timeout`` seconds (``TAPEGRAD_DIST_TIMEOUT``, default 300). The data
   then moves in MPI's blocking ``Allreduce`` / ``Bcast`` (MPI's fastest
   algorithms; polling a non-blocking request from Python was several times
   slower on a busy machine) under a watchdog thread that prints the same
@@ -74,7 +74,7 @@ class DistributedError(RuntimeError):
 
 
 class DistributedTimeoutError(DistributedError, TimeoutError):
-    """A collective did not complete within :func:`timeout` seconds."""
+    """A collective did not complete within ``timeout`` seconds."""
 
 
 # Environment variables that MPI launchers set in the processes they start:
@@ -161,7 +161,7 @@ def world_size() -> int:
 
 def timeout() -> float:
     """Seconds a collective waits for the other ranks before raising
-    :class:`DistributedTimeoutError` (``TAPEGRAD_DIST_TIMEOUT``, default 300)."""
+    ``DistributedTimeoutError`` (``TAPEGRAD_DIST_TIMEOUT``, default 300)."""
     if _S.timeout is not None:
         return _S.timeout
     env = os.environ.get("TAPEGRAD_DIST_TIMEOUT")
@@ -397,7 +397,7 @@ class _Packed:
                  + str(np.dtype(a.dtype))) for a in self.arrays]
 
     def pack(self, key: tuple[bool, str], idx: list[int], fill: bool = True) -> Any:
-        """The group's wire buffer (see :func:`_wire_buffer`), holding the leaves ``idx``
+        """The group's wire buffer (see ``_wire_buffer``), holding the leaves ``idx``
         one after the other (left as it is unless ``fill``)."""
         total = sum(math.prod(self.arrays[i].shape) for i in idx)
         buf = _wire_buffer(key, total)
@@ -488,7 +488,7 @@ def _cuda_aware() -> bool:
 
 def _to_mpi(buf: Any, gpu: bool) -> Any:
     """What to hand MPI for ``buf``: itself, or for a device buffer without
-    CUDA-aware MPI, a host copy (see :func:`_from_mpi`)."""
+    CUDA-aware MPI, a host copy (see ``_from_mpi``)."""
     if not gpu:
         return buf
     import cupy
@@ -500,7 +500,7 @@ def _to_mpi(buf: Any, gpu: bool) -> Any:
 
 
 def _from_mpi(buf: Any, sent: Any) -> None:
-    """Copy a host copy made by :func:`_to_mpi` back into the device buffer."""
+    """Copy a host copy made by ``_to_mpi`` back into the device buffer."""
     if sent is not buf:
         buf.set(sent)
 
@@ -517,7 +517,7 @@ def all_reduce(tree: Any, op: str = "mean", *, check: bool = True) -> Any:
     """The element-wise mean (or sum) of ``tree`` over all ranks.
 
     Every rank passes a tree of the same structure, shapes and dtypes (a
-    :class:`DistributedError` says where they differ) and gets the same result
+    ``DistributedError`` says where they differ) and gets the same result
     back: new arrays, the inputs are not modified. The leaves are packed into
     one contiguous buffer per dtype and reduced in one message each.
 
@@ -535,7 +535,7 @@ def all_reduce(tree: Any, op: str = "mean", *, check: bool = True) -> Any:
         A tree of the same structure; each leaf has its input's shape and dtype
         (Python scalars stay Python scalars). With one process: ``tree`` itself.
 
-    Example:
+    Examples:
         >>> grads = dist.all_reduce(tg.grad(loss)(params, *dist.shard((X, y))))
     """
     _check_op(op)
@@ -575,7 +575,7 @@ def broadcast(tree: Any, root: int = 0) -> Any:
         New arrays holding ``root``'s values (the inputs are not modified);
         with one process, ``tree`` itself.
 
-    Example:
+    Examples:
         >>> params = dist.broadcast(init_params(rng))   # every rank starts alike
     """
     s = _init()

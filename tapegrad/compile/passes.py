@@ -80,7 +80,7 @@ def _writes_fresh(ins: Instr, values: Sequence[Any]) -> bool:
 
 def _allocates(ins: Instr, values: Sequence[Any]) -> bool:
     """Does ``ins`` return a new n-d NumPy array of its own, whatever its
-    layout (as :func:`_writes_fresh`, without asking for C order)?"""
+    layout (as ``_writes_fresh``, without asking for C order)?"""
     if ins.multi or any(k == "out" for k, _ in ins.kwargs):
         return False
     fn = ins.fn
@@ -296,7 +296,7 @@ def _perm(axes: Any, ndim: int) -> tuple[int, ...] | None:
 
 
 class _Rewriter:
-    """The state of one :func:`rewrite` walk: the definitions seen so far,
+    """The state of one ``rewrite`` walk: the definitions seen so far,
     the values (new Vars are appended), the renaming and the new program."""
 
     def __init__(self, program: Sequence[Any], values: list[Any], outputs: Iterable[int]) -> None:
@@ -474,7 +474,7 @@ MAX_REDUCE = np.maximum.reduce
 def _rewrite_logsumexp(rw: _Rewriter, ins: Instr) -> Var | None:
     """``logsumexp`` of a NumPy float array written out as the calls it makes,
     so that the softmax of its backward pass, ``exp(x - lse)``, can be
-    ``exp(x - max) / sum`` from them (see :func:`_rewrite_exp`)."""
+    ``exp(x - max) / sum`` from them (see ``_rewrite_exp``)."""
     b = _bind(ins, ("a", "axis", "keepdims"), (None, None, False))
     if b is None or type(b[0]) is not Var or type(b[1]) is Var or type(b[2]) is not bool:
         return None
@@ -496,7 +496,7 @@ def _rewrite_logsumexp(rw: _Rewriter, ins: Instr) -> Var | None:
 
 
 def _rewrite_exp(rw: _Rewriter, ins: Instr) -> Var | None:
-    """``exp(x - lse)``, the softmax of :func:`_rewrite_logsumexp`'s ``x``
+    """``exp(x - lse)``, the softmax of ``_rewrite_logsumexp``'s ``x``
     (``lse`` reshaped to the kept axes, as its backward pass does), is
     ``exp(x - max) / sum``: one call for three. (The same numbers to
     rounding; ``nan`` where eager gives ``nan``: rows of ``-inf``, ``+inf``
@@ -528,9 +528,9 @@ SCALAR_OPERATORS: dict[Any, Callable[[Any, Any], Any]] = {
 
 
 def _rewrite_scalar_op(rw: _Rewriter, ins: Instr) -> Var | None:
-    """A ufunc of :data:`SCALAR_OPERATORS` on NumPy scalars (and Python
+    """A ufunc of ``SCALAR_OPERATORS`` on NumPy scalars (and Python
     numbers) giving a float: the operator. (Else a constant operand of one
-    repeated value: :func:`_rewrite_uniform_constant`.)"""
+    repeated value: ``_rewrite_uniform_constant``.)"""
     if ins.kwargs or len(ins.args) != 2:
         return None
     vals = [rw.value(a) for a in ins.args]
@@ -551,7 +551,7 @@ def _rewrite_uniform_constant(rw: _Rewriter, ins: Instr) -> Var | None:
     cotangent: ``-1/n`` in every entry) and a Var of the result's shape: the
     value as a NumPy scalar of the array's dtype (no broadcast operand to
     walk), where that gives the traced result's dtype. Then, on NumPy
-    scalars, the operator (:func:`_rewrite_scalar_op`)."""
+    scalars, the operator (``_rewrite_scalar_op``)."""
     if ins.kwargs or len(ins.args) != 2:
         return None
     out = rw.values[ins.outs[0]]
@@ -599,12 +599,12 @@ REWRITES: dict[Any, Callable[[_Rewriter, Instr], Var | None]] = {
 
 
 def rewrite(program: Sequence[Any], values: list[Any], outputs: Iterable[int]) -> tuple[Program, dict[int, int]]:
-    """Algebraic rewrites (:data:`REWRITES`): the same values from fewer or
+    """Algebraic rewrites (``REWRITES``): the same values from fewer or
     cheaper NumPy calls. A rewritten instruction's value is computed by new
     instructions (their Vars appended to ``values``, their values computed
     now) or is an existing Var; later uses are renamed. Returns the program
     and the renaming (for the outputs); what becomes unused is left for
-    :func:`dead_code`."""
+    ``dead_code``."""
     outputs = list(outputs)
     rw = _Rewriter(program, values, outputs)
     rename = rw.rename

@@ -267,7 +267,7 @@ def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
 
 
 def _jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...], who: str) -> Callable[..., Any]:
-    """The function of :func:`jacfwd`; its errors name ``who``."""
+    """The function of ``jacfwd``; its errors name ``who``."""
     nums_for = Argnums(argnums, who)
 
     def jac(*args: Any, **kwargs: Any) -> Any:

@@ -101,7 +101,7 @@ def queue_callback(fn: Any) -> None:
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
              create_graph: bool = False, grad_variables: Any = None, inputs: Any = None) -> None:
     """Accumulate the gradients of ``tensors`` into the ``.grad`` of the leaves
-    (then run the callbacks queued meanwhile, see :func:`queue_callback`).
+    (then run the callbacks queued meanwhile, see ``queue_callback``).
 
     Args:
         tensors: the roots (tensors that require grad).

@@ -6,7 +6,7 @@
     dist.init_process_group(backend="mpi")    # under: mpiexec -n 4 python train.py
     model = torch.nn.parallel.DistributedDataParallel(model)
 
-The one backend is MPI (:mod:`tapegrad.distributed`, through ``mpi4py``):
+The one backend is MPI (``tapegrad.distributed``, through ``mpi4py``):
 ranks and world size are ``mpiexec``'s, so ``init_method``, ``MASTER_ADDR``
 and stores are not needed. Run without ``mpiexec``, the group has one rank.
 The collectives work in place on tensors, as PyTorch's; ``group`` must be
@@ -52,7 +52,7 @@ _group = {"initialized": False}
 
 
 def is_available() -> bool:
-    """True: the package is there (the MPI backend needs ``mpi4py``, see :func:`is_mpi_available`)."""
+    """True: the package is there (the MPI backend needs ``mpi4py``, see ``is_mpi_available``)."""
     return True
 
 
@@ -62,7 +62,7 @@ def is_mpi_available() -> bool:
 
 
 def is_initialized() -> bool:
-    """Whether :func:`init_process_group` has been called (and not destroyed)."""
+    """Whether ``init_process_group`` has been called (and not destroyed)."""
     return _group["initialized"]
 
 
@@ -75,7 +75,7 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     Args:
         backend: ``"mpi"`` (or ``None``); other backends are not provided.
         timeout: how long a collective waits for the other ranks before it
-            raises (:func:`tapegrad.distributed.set_timeout`).
+            raises (``tapegrad.distributed.set_timeout``).
         world_size, rank: if given, must match ``mpiexec``'s.
     """
     if _group["initialized"]:

@@ -220,7 +220,7 @@ class Transformer(Module):
     encoder's output. Every matrix starts Xavier-uniform. ``forward(src, tgt, ...)`` returns
     the decoder's output, shaped as ``tgt``.
 
-    Example:
+    Examples:
         ```python
         model = nn.Transformer(d_model=32, nhead=4, num_encoder_layers=2, num_decoder_layers=2)
         mask = nn.Transformer.generate_square_subsequent_mask(tgt.size(0))

@@ -1,4 +1,4 @@
-"""``torch.nn.parallel``: :class:`DistributedDataParallel` (on MPI)."""
+"""``torch.nn.parallel``: ``DistributedDataParallel`` (on MPI)."""
 
 from tapegrad.torch.nn.parallel.distributed import DistributedDataParallel
 

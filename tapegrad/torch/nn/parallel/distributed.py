@@ -5,7 +5,7 @@ starts alike. Each parameter gets a gradient hook; the first one that fires
 in a ``backward()`` queues a callback that runs when ``backward()`` has
 written every ``.grad``. That callback averages the gradients over the ranks
 in buckets of about ``bucket_cap_mb`` megabytes, in reverse parameter order
-(PyTorch's order): one :func:`tapegrad.distributed.all_reduce` per bucket,
+(PyTorch's order): one ``tapegrad.distributed.all_reduce`` per bucket,
 itself one fused message per dtype. The first reduction compares the ranks'
 buckets (fingerprints); the later ones, of the same buckets, skip that
 round trip.
@@ -37,7 +37,7 @@ __all__ = ["DistributedDataParallel"]
 class DistributedDataParallel(Module):
     """Data-parallel training of ``module`` over the processes of ``mpiexec``.
 
-    Wrap after :func:`tapegrad.torch.distributed.init_process_group`; call the
+    Wrap after ``tapegrad.torch.distributed.init_process_group``; call the
     wrapper as the module (``forward`` passes through); ``loss.backward()``
     leaves every rank with the gradients averaged over the ranks.
 
@@ -55,7 +55,7 @@ class DistributedDataParallel(Module):
     local gradients without communicating (they are reduced, with the next
     backward's, after the block).
 
-    Example:
+    Examples:
         >>> dist.init_process_group(backend="mpi")
         >>> model = DistributedDataParallel(nn.Linear(10, 1))
         >>> loss_fn(model(x), y).backward()      # grads are the mean over the ranks

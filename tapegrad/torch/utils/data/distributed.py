@@ -22,7 +22,7 @@ class DistributedSampler(Sampler):
     ``num_replicas`` (or, with ``drop_last=True``, cut to one), and rank ``r``
     takes every ``num_replicas``-th index from ``r``. So together the ranks read
     every index once per epoch (the padded ones twice), each ``len(sampler)`` of them.
-    Call :meth:`set_epoch` before each epoch for a new order.
+    Call ``set_epoch`` before each epoch for a new order.
 
     The shuffle draws from ``numpy.random.default_rng(seed + epoch)``: the same
     on every rank, but not PyTorch's order.
