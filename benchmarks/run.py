@@ -43,6 +43,11 @@ forward + backward of the same function, run in the same process):
     against a hand-written per-example gradient (``einsum`` over the batch),
     and against a Python loop of ``tg.grad`` (benchmarks/vmap_bench.py);
     ``torch.func.vmap(grad)`` as a peer column when PyTorch is importable.
+(j) One training step (zero_grad, forward, cross-entropy, backward, SGD) of
+    examples/cnn_digits.py's CNN at batch 64, float32, on the torch facade,
+    against PyTorch eager on the CPU, one thread, from the same weights and
+    batch (benchmarks/torch_models.py; the row's baseline column is PyTorch,
+    the ratio tapegrad / PyTorch; no baseline when PyTorch is not importable).
 
 How: ``OMP/OPENBLAS/MKL_NUM_THREADS`` default to 1 before NumPy is imported
 (and ``threadpoolctl`` limits BLAS to one thread when it is installed). Each
@@ -109,14 +114,14 @@ import tapegrad.numpy as tnp
 Params = dict[str, np.ndarray]
 Sampler = Callable[[], float]  # runs once, returns the seconds of its timed part
 
-CASES = ("a", "b", "c", "d", "e", "f", "g", "h", "i")
+CASES = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j")
 CHAIN_ITERS = 333  # (a): 333 x (sin, mul, add) + a final sum = 1,000 ops
 CHAIN_OPS = 3 * CHAIN_ITERS + 1
 A_MUL, A_ADD = 1.0001, 0.1
 C_MUL = 1.0000001  # (c): one multiply per entry
 LAYERS = (64, 512, 512, 10)
 TARGETS = {"a": 3.0, "b": 1.0, "c": 2.0, "d": 1.0, "e": 3.0, "f": 1.2, "g": 1.2, "h": 1.1,
-           "i": 1.5}  # tapegrad / numpy
+           "i": 1.5, "j": 2.5}  # tapegrad / numpy (j: / PyTorch eager)
 JIT_TARGETS = {"a": 1.2, "b f64": 0.85, "b f32": 1.0, "h": 1.0,  # tg.jit / numpy
                "e hessian": 2.0, "e hvp": 1.5, "e d3": 4.0}
 FIRST_CALL_MS = 50.0  # absolute: the first call of tg.jit(value_and_grad(MLP loss)), f64
@@ -921,9 +926,18 @@ def case_i(s: Settings, peers: list[Peer]) -> list[Row]:
                 tapegrad=med["tapegrad"], target=0.25)]
 
 
+def case_j(s: Settings, peers: list[Peer]) -> list[Row]:
+    """One training step of the example CNN on the facade against PyTorch eager (one thread)."""
+    import torch_models  # benchmarks/torch_models.py
+
+    return [Row("j", label, "ms/step", numpy=t_torch, tapegrad=t,
+                note="" if t_torch is not None else "PyTorch not importable: no baseline")
+            for label, t, t_torch in torch_models.run_cnn(s.a_repeats < 10)]
+
+
 CASE_FUNCS: dict[str, Callable[[Settings, list[Peer]], list[Row]]] = {
     "a": case_a, "b": case_b, "c": case_c, "d": case_d, "e": case_e, "f": case_f, "g": case_g,
-    "h": case_h, "i": case_i,
+    "h": case_h, "i": case_i, "j": case_j,
 }
 CASE_LABELS = {
     "a": ("1,000-op chain, (4,) f64, fwd+bwd", "us/op"),
@@ -935,6 +949,7 @@ CASE_LABELS = {
     "g": ("linalg gradients vs formulas, n=500", "ms"),
     "h": ("train_digits epoch vs NumPy", "ms"),
     "i": ("per-example gradients, vmap(grad)", "ms"),
+    "j": ("CNN training step vs PyTorch eager", "ms/step"),
 }
 
 
