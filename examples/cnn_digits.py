@@ -72,11 +72,11 @@ def make_model() -> Any:
     """Two conv blocks (3x3 conv, batch norm, ReLU, 2x2 max pool) and a linear classifier:
     ``(N, 1, 8, 8) -> (N, 16, 4, 4) -> (N, 32, 2, 2) -> (N, 10)`` logits."""
     return nn.Sequential(
-        nn.Conv2d(1, 16, kernel_size=3, padding=1),
+        nn.Conv2d(1, 16, kernel_size=3, padding=1, bias=False),  # (the batch norm has the bias)
         nn.BatchNorm2d(16),
         nn.ReLU(),
         nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, kernel_size=3, padding=1),
+        nn.Conv2d(16, 32, kernel_size=3, padding=1, bias=False),
         nn.BatchNorm2d(32),
         nn.ReLU(),
         nn.MaxPool2d(2),

@@ -174,18 +174,20 @@ def _pool_max(x: Any, kernel: Ints, stride: Ints, pad: Pads, dilation: Ints) -> 
 
 
 def _argmax(x: Any, kernel: Ints, stride: Ints, pad: Pads, dilation: Ints) -> Any:
-    """The index (into the flattened window) of each window's first max (first NaN,
-    if any, as ``argmax``): ``(..., *out)``."""
+    """The index (into the flattened window) of each window's first max (its last
+    NaN, if any, as PyTorch): ``(..., *out)``."""
     xp, nd = array_module(x), len(kernel)
     lead = (slice(None),) * (x.ndim - nd)
     m = _pool_max(x, kernel, stride, pad, dilation)
     xpad = _padded(x, nd, pad, -np.inf)
     offsets = _offsets(kernel, stride, dilation, m.shape[m.ndim - nd:])
-    nan = bool(xp.isnan(m).any())  # a NaN window's max is NaN: its first NaN
     idx = xp.zeros(m.shape, np.intp)
     for n in range(len(offsets) - 1, -1, -1):  # backwards: the first max is written last
-        v = xpad[lead + offsets[n]]
-        xp.copyto(idx, n, where=(v == m) | (v != v) if nan else v == m)
+        xp.copyto(idx, n, where=xpad[lead + offsets[n]] == m)
+    if xp.isnan(m).any():  # a NaN window's max is NaN: its last NaN, as PyTorch's kernel picks
+        for n, sl in enumerate(offsets):
+            v = xpad[lead + sl]
+            xp.copyto(idx, n, where=v != v)
     return idx
 
 
