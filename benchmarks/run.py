@@ -931,7 +931,8 @@ def case_j(s: Settings, peers: list[Peer]) -> list[Row]:
     import torch_models  # benchmarks/torch_models.py
 
     return [Row("j", label, "ms/step", numpy=t_torch, tapegrad=t,
-                note="" if t_torch is not None else "PyTorch not importable: no baseline")
+                note="the baseline column is PyTorch eager (one thread), not NumPy" if t_torch is not None
+                else "PyTorch not importable: no baseline")
             for label, t, t_torch in torch_models.run_cnn(s.a_repeats < 10)]
 
 
