@@ -142,3 +142,18 @@ def test_max_pool_with_nans_and_ties_matches_pytorch(ex: Any, tex: Any, kernel: 
     out.backward(ex.torch.from_numpy(g))
     tout.backward(real.from_numpy(g))
     np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6, atol=1e-6)  # (overlaps: sums)
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_an_empty_batch_goes_through_conv_and_pool(ex: Any, groups: int) -> None:
+    """N = 0: shapes as PyTorch's, zero weight gradients (no ``reshape(-1)`` of an empty array)."""
+    torch, F = ex.torch, ex.F
+    x = torch.zeros(0, 4, 5, 5, requires_grad=True)
+    w = torch.ones(6, 4 // groups, 3, 3, requires_grad=True)
+    y = F.max_pool2d(F.conv2d(x, w, padding=1, groups=groups), 2)
+    assert tuple(y.shape) == (0, 6, 2, 2)
+    y.sum().backward()
+    assert tuple(x.grad.shape) == (0, 4, 5, 5)
+    assert w.grad.abs().sum().item() == 0.0
+    t = F.conv_transpose2d(torch.zeros(0, 6, 3, 3), w, stride=2, groups=groups)
+    assert tuple(t.shape) == (0, 4 // groups * groups, 7, 7)

@@ -74,7 +74,8 @@ def _cols(x: Any, k: Ints, stride: Ints, pad: Pads, dilation: Ints, groups: int,
     outs = win.shape[1:1 + nd]
     win = win.reshape((n,) + outs + (groups, c // groups) + tuple(k))
     order = (nd + 1, 0, *range(1, 1 + nd), *range(nd + 3, 2 * nd + 3), nd + 2)  # (g, N, *out, *K, C/g)
-    return xp.ascontiguousarray(win.transpose(order)).reshape(groups, n * math.prod(outs), -1), outs
+    cols = xp.ascontiguousarray(win.transpose(order))
+    return cols.reshape(groups, n * math.prod(outs), math.prod(k) * (c // groups)), outs  # (no -1: N may be 0)
 
 
 def _wmat(w: Any, groups: int) -> Any:
@@ -82,7 +83,7 @@ def _wmat(w: Any, groups: int) -> Any:
     nd = w.ndim - 2
     o = w.shape[0]
     wg = w.reshape((groups, o // groups) + w.shape[1:])  # (g, O/g, C/g, *K)
-    return wg.transpose(0, *range(3, 3 + nd), 2, 1).reshape(groups, -1, o // groups)
+    return wg.transpose(0, *range(3, 3 + nd), 2, 1).reshape(groups, math.prod(w.shape[1:]), o // groups)
 
 
 def _channels_first(r: Any, n: int, out: Ints) -> Any:
@@ -97,8 +98,9 @@ def _channels_last(a: Any, groups: int) -> Any:
     """``(N, O, *out)`` as ``(g, N * P, O/g)`` (a copy)."""
     xp = array_module(a)
     n, o = a.shape[:2]
-    a = a.reshape(n, groups, o // groups, -1).transpose(1, 0, 3, 2)  # (g, N, P, O/g)
-    return xp.ascontiguousarray(a).reshape(groups, -1, o // groups)
+    p = math.prod(a.shape[2:])
+    a = a.reshape(n, groups, o // groups, p).transpose(1, 0, 3, 2)  # (g, N, P, O/g)
+    return xp.ascontiguousarray(a).reshape(groups, n * p, o // groups)
 
 
 def _conv(x: Any, w: Any, stride: Ints, pad: Pads, dilation: Ints, groups: int) -> Any:
