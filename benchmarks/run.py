@@ -43,10 +43,15 @@ forward + backward of the same function, run in the same process):
     against a hand-written per-example gradient (``einsum`` over the batch),
     and against a Python loop of ``tg.grad`` (benchmarks/vmap_bench.py);
     ``torch.func.vmap(grad)`` as a peer column when PyTorch is importable.
+(j) One training step (zero_grad, forward, cross-entropy, backward, SGD) of
+    examples/cnn_digits.py's CNN at batch 64, float32, on the torch facade,
+    against PyTorch eager on the CPU, one thread, from the same weights and
+    batch (benchmarks/torch_models.py; the row's baseline column is PyTorch,
+    the ratio tapegrad / PyTorch; no baseline when PyTorch is not importable).
 (k) One training step (forward, backward, SGD) of a one-layer LSTM, batch 32,
     32 steps, 32 -> 128, float32, in ``tapegrad.torch`` against the same step
     in PyTorch eager on one thread (benchmarks/torch_models.py): here the
-    reference column is PyTorch, not NumPy (no row without PyTorch).
+    reference column is PyTorch, not NumPy (no baseline without PyTorch).
 
 How: ``OMP/OPENBLAS/MKL_NUM_THREADS`` default to 1 before NumPy is imported
 (and ``threadpoolctl`` limits BLAS to one thread when it is installed). Each
@@ -113,14 +118,14 @@ import tapegrad.numpy as tnp
 Params = dict[str, np.ndarray]
 Sampler = Callable[[], float]  # runs once, returns the seconds of its timed part
 
-CASES = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "k")
+CASES = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k")
 CHAIN_ITERS = 333  # (a): 333 x (sin, mul, add) + a final sum = 1,000 ops
 CHAIN_OPS = 3 * CHAIN_ITERS + 1
 A_MUL, A_ADD = 1.0001, 0.1
 C_MUL = 1.0000001  # (c): one multiply per entry
 LAYERS = (64, 512, 512, 10)
 TARGETS = {"a": 3.0, "b": 1.0, "c": 2.0, "d": 1.0, "e": 3.0, "f": 1.2, "g": 1.2, "h": 1.1,
-           "i": 1.5, "k": 3.0}  # tapegrad / numpy (k: tapegrad.torch / PyTorch eager)
+           "i": 1.5, "j": 2.5, "k": 3.0}  # tapegrad / numpy (j, k: tapegrad.torch / PyTorch eager)
 JIT_TARGETS = {"a": 1.2, "b f64": 0.85, "b f32": 1.0, "h": 1.0,  # tg.jit / numpy
                "e hessian": 2.0, "e hvp": 1.5, "e d3": 4.0}
 FIRST_CALL_MS = 50.0  # absolute: the first call of tg.jit(value_and_grad(MLP loss)), f64
@@ -925,23 +930,29 @@ def case_i(s: Settings, peers: list[Peer]) -> list[Row]:
                 tapegrad=med["tapegrad"], target=0.25)]
 
 
+def case_j(s: Settings, peers: list[Peer]) -> list[Row]:
+    """One training step of the example CNN on the facade against PyTorch eager (one thread)."""
+    import torch_models  # benchmarks/torch_models.py
+
+    return [Row("j", label, "ms/step", numpy=t_torch, tapegrad=t,
+                note="the baseline column is PyTorch eager (one thread), not NumPy" if t_torch is not None
+                else "PyTorch not importable: no baseline")
+            for label, t, t_torch in torch_models.run_cnn(s.a_repeats < 10)]
+
+
 def case_k(s: Settings, peers: list[Peer]) -> list[Row]:
     """An LSTM training step in tapegrad.torch against PyTorch eager (one thread)."""
     import torch_models  # benchmarks/torch_models.py
 
-    med = torch_models.run_lstm(s.a_repeats < 10)
-    if "torch" not in med:
-        return [Row("k", "LSTM step, batch 32, 32 steps, 32->128, f32", "ms", tapegrad=med["tapegrad"] * 1e3,
-                    note="PyTorch is not importable: no reference")]
-    return [Row("k", "LSTM step vs PyTorch eager, batch 32, 32 steps, 32->128, f32", "ms",
-                numpy=med["torch"] * 1e3, tapegrad=med["tapegrad"] * 1e3,
-                peers={"torch": med["torch"] * 1e3} if any(p.name == "torch" for p in peers) else {},
-                note="the reference column of (k) is PyTorch eager on one thread, not NumPy")]
+    return [Row("k", label, "ms/step", numpy=t_torch, tapegrad=t,
+                note="the baseline column is PyTorch eager (one thread), not NumPy" if t_torch is not None
+                else "PyTorch not importable: no baseline")
+            for label, t, t_torch in torch_models.run_lstm(s.a_repeats < 10)]
 
 
 CASE_FUNCS: dict[str, Callable[[Settings, list[Peer]], list[Row]]] = {
     "a": case_a, "b": case_b, "c": case_c, "d": case_d, "e": case_e, "f": case_f, "g": case_g,
-    "h": case_h, "i": case_i, "k": case_k,
+    "h": case_h, "i": case_i, "j": case_j, "k": case_k,
 }
 CASE_LABELS = {
     "a": ("1,000-op chain, (4,) f64, fwd+bwd", "us/op"),
@@ -953,7 +964,8 @@ CASE_LABELS = {
     "g": ("linalg gradients vs formulas, n=500", "ms"),
     "h": ("train_digits epoch vs NumPy", "ms"),
     "i": ("per-example gradients, vmap(grad)", "ms"),
-    "k": ("LSTM training step vs PyTorch eager", "ms"),
+    "j": ("CNN training step vs PyTorch eager", "ms/step"),
+    "k": ("LSTM training step vs PyTorch eager", "ms/step"),
 }
 
 
@@ -966,7 +978,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true",
                         help="few repeats and no 1M chain: a smoke run of a few seconds")
     parser.add_argument("--only", default=",".join(CASES), metavar="a,b,...",
-                        help="comma-separated cases to run (default: all of a..h)")
+                        help="comma-separated cases to run (default: all of a..k)")
     parser.add_argument("--no-peers", action="store_true",
                         help="do not time autograd / torch even when they are installed")
     args = parser.parse_args(argv)

@@ -171,6 +171,18 @@ def test_model_ensembling_matches_the_loop(tmp_path):
     assert acc > 80
 
 
+def test_cnn_digits_trains_through_a_dataloader(tmp_path):
+    """The CNN example (``import tapegrad.torch as torch``) prints PyTorch-style epochs and learns."""
+    pytest.importorskip("sklearn")
+    out = run_example("cnn_digits", tmp_path)
+    assert out.startswith("tapegrad.torch: 512 training images, 360 held out")
+    epochs = re.findall(r"epoch +(\d+) +train loss ([\d.]+) +test loss [\d.]+ +test accuracy ([\d.]+)%", out)
+    assert [int(e) for e, _, _ in epochs] == [1, 2]
+    assert float(epochs[1][1]) < float(epochs[0][1])
+    acc = float(re.search(r"held-out accuracy: ([\d.]+)%", out).group(1))
+    assert acc > 80
+
+
 def is_png(path: Path) -> bool:
     return path.exists() and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -5,10 +5,11 @@ Each option is a tuple per spatial dim: ``stride``, ``dilation``, ``pad`` (pairs
 ``(low, high)``: "same" pads unevenly) and ``groups`` an int.
 
 - ``conv(x, w)``: the cross-correlation PyTorch calls convolution: an im2col
-  by a strided view (``sliding_window_view``, copied with the output's pixels
-  innermost) and one ``matmul``, the groups broadcast.
+  by a strided view of a channels-last padded copy (``sliding_window_view``,
+  copied as ``(N * P, K * C)``, runs of ``kW * C`` contiguous numbers) and one
+  ``matmul`` per group.
 - ``conv_t(g, w, spatial=S)``: its transpose in ``x`` (PyTorch's transposed
-  convolution): ``g @ w`` per window, added back into place one kernel
+  convolution): one ``matmul`` to columns, added back into place one kernel
   offset at a time (a loop over the kernel's few offsets, not the pixels).
 - ``conv_w(x, g, ksize=K)``: its transpose in ``w``: the correlation of the
   windows of ``x`` with ``g`` (one ``matmul`` over batch and pixels).
@@ -18,7 +19,8 @@ order of derivative is again one of them. Their batching rules put the batch
 in ``N``, or, where a weight is batched, in the groups.
 
 - ``pool_max(x)``: the max over each window (``-inf`` padding), on the last
-  ``len(kernel)`` axes of ``x`` (any leading axes).
+  ``len(kernel)`` axes of ``x`` (any leading axes): an elementwise ``maximum``
+  over the kernel's offsets (a reduction over small strided axes is slow).
 - ``pool_max_t(g, x)``: ``g`` added at each window's argmax in ``x`` (first
   max on ties, as PyTorch), the VJP of ``pool_max``; ``pool_take(h, x)``:
   ``h`` read at those argmaxes, its transpose. Both are linear in their
@@ -48,102 +50,176 @@ Pads = tuple[tuple[int, int], ...]
 # --- the arrays' arithmetic ------------------------------------------------------------------------
 
 
-def _windows(x: Any, k: Ints, stride: Ints, pad: Pads, dilation: Ints, fill: float = 0.0) -> Any:
-    """The windows of padded ``x`` (last ``len(k)`` axes spatial): ``(..., *out, *k)``, a view."""
+def _cols(x: Any, k: Ints, stride: Ints, pad: Pads, dilation: Ints, groups: int, out: Ints | None = None) -> Any:
+    """The im2col of ``x`` ``(N, C, *S)``, channels last: ``(groups, N * P, K * C/groups)``
+    (``P`` the output's pixels, the first ``out`` per dim when given, ``K`` the kernel's).
+
+    The padded copy of ``x`` is made channels-last first, so that the im2col copy
+    moves runs of ``kW * C`` contiguous numbers (channels-first, it moves rows of
+    the output's width: a few numbers, many times slower on small images)."""
     xp = array_module(x)
     nd = len(k)
-    lead = x.ndim - nd
+    n, c = x.shape[:2]
+    last = xp.moveaxis(x, 1, -1)  # (N, *S, C), a view
     if any(p != (0, 0) for p in pad):
-        x = xp.pad(x, [(0, 0)] * lead + list(pad), constant_values=fill)
+        size = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pad))
+        full = xp.zeros((n,) + size + (c,), x.dtype)
+        full[(slice(None),) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[2:], pad))] = last
+        last = full
     eff = tuple((kk - 1) * d + 1 for kk, d in zip(k, dilation))
-    win = xp.lib.stride_tricks.sliding_window_view(x, eff, axis=tuple(range(lead, lead + nd)))
-    sl = (slice(None),) * lead + tuple(slice(None, None, s) for s in stride) + tuple(
-        slice(None, None, d) for d in dilation)
-    return win[sl]
+    win = xp.lib.stride_tricks.sliding_window_view(last, eff, axis=tuple(range(1, 1 + nd)))  # (N, *o, C, *eff)
+    ends: tuple[int | None, ...] = (None,) * nd if out is None else tuple((q - 1) * s + 1 for q, s in zip(out, stride))
+    win = win[(slice(None),) + tuple(slice(0, e, s) for e, s in zip(ends, stride))
+              + (slice(None),) + tuple(slice(None, None, d) for d in dilation)]
+    outs = win.shape[1:1 + nd]
+    win = win.reshape((n,) + outs + (groups, c // groups) + tuple(k))
+    order = (nd + 1, 0, *range(1, 1 + nd), *range(nd + 3, 2 * nd + 3), nd + 2)  # (g, N, *out, *K, C/g)
+    cols = xp.ascontiguousarray(win.transpose(order))
+    return cols.reshape(groups, n * math.prod(outs), math.prod(k) * (c // groups)), outs  # (no -1: N may be 0)
 
 
-def _cols(x: Any, k: Ints, stride: Ints, pad: Pads, dilation: Ints, order: tuple[int, ...]) -> Any:
-    """The im2col of ``x``: its windows ``(N, C, *out, *K)`` copied in axis ``order``
-    (the output's spatial axes last, so that the copy moves whole rows)."""
-    win = _windows(x, k, stride, pad, dilation)
-    return array_module(x).ascontiguousarray(win.transpose(order))
+def _wmat(w: Any, groups: int) -> Any:
+    """A weight ``(O, C/g, *K)`` as ``(g, K * C/g, O/g)``: the im2col's columns by output channels."""
+    nd = w.ndim - 2
+    o = w.shape[0]
+    wg = w.reshape((groups, o // groups) + w.shape[1:])  # (g, O/g, C/g, *K)
+    return wg.transpose(0, *range(3, 3 + nd), 2, 1).reshape(groups, math.prod(w.shape[1:]), o // groups)
+
+
+def _channels_first(r: Any, n: int, out: Ints) -> Any:
+    """``(g, N * P, O/g)`` as a contiguous ``(N, O, *out)``."""
+    xp = array_module(r)
+    g, _, og = r.shape
+    r = r.reshape((g, n, math.prod(out), og)).transpose(1, 0, 3, 2)  # (N, g, O/g, P)
+    return xp.ascontiguousarray(r).reshape((n, g * og) + tuple(out))
+
+
+def _channels_last(a: Any, groups: int) -> Any:
+    """``(N, O, *out)`` as ``(g, N * P, O/g)`` (a copy)."""
+    xp = array_module(a)
+    n, o = a.shape[:2]
+    p = math.prod(a.shape[2:])
+    a = a.reshape(n, groups, o // groups, p).transpose(1, 0, 3, 2)  # (g, N, P, O/g)
+    return xp.ascontiguousarray(a).reshape(groups, n * p, o // groups)
 
 
 def _conv(x: Any, w: Any, stride: Ints, pad: Pads, dilation: Ints, groups: int) -> Any:
     xp = array_module(x)
-    nd = w.ndim - 2
-    n, o = x.shape[0], w.shape[0]
-    cols = _cols(x, w.shape[2:], stride, pad, dilation, (0, 1, *range(2 + nd, 2 + 2 * nd), *range(2, 2 + nd)))
-    out = cols.shape[2 + nd:]
-    cols = cols.reshape(n, groups, -1, math.prod(out))  # (N, g, C/g * K, P)
-    r = xp.matmul(w.reshape(groups, o // groups, -1), cols)  # (N, g, O/g, P)
-    return r.reshape((n, o) + out)
+    cols, out = _cols(x, w.shape[2:], stride, pad, dilation, groups)
+    return _channels_first(xp.matmul(cols, _wmat(w, groups)), x.shape[0], out)  # (g, N*P, O/g) first
 
 
 def _conv_t(g: Any, w: Any, stride: Ints, pad: Pads, dilation: Ints, groups: int, spatial: Ints) -> Any:
     xp = array_module(g)
+    nd = w.ndim - 2
     k = w.shape[2:]
-    n, o, cg = g.shape[0], w.shape[0], w.shape[1]
+    n, cg = g.shape[0], w.shape[1]
     out = g.shape[2:]
-    wt = w.reshape(groups, o // groups, -1).swapaxes(-1, -2)  # (g, C/g * K, O/g)
-    cols = xp.matmul(wt, g.reshape(n, groups, o // groups, -1))  # (N, g, C/g * K, P)
-    cols = cols.reshape((n, cg * groups) + k + out)
-    size = spatial
-    full = xp.zeros((n, cg * groups) + tuple(s + lo + hi for s, (lo, hi) in zip(size, pad)),
-                    dtype=xp.result_type(g, w))
-    for kk in itertools.product(*(range(m) for m in k)):
-        sl = tuple(slice(j * d, j * d + s * (q - 1) + 1, s) for j, d, s, q in zip(kk, dilation, stride, out))
-        full[(slice(None), slice(None)) + sl] += cols[(slice(None), slice(None)) + kk]
-    return full[(slice(None), slice(None)) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pad))]
+    cols = xp.matmul(_channels_last(g, groups), _wmat(w, groups).swapaxes(-1, -2))  # (g, N*P, K*C/g)
+    cols = cols.reshape((groups, n) + out + k + (cg,))
+    # col2im, channels last: each kernel offset's columns added back into place
+    full = xp.zeros((n,) + tuple(s + lo + hi for s, (lo, hi) in zip(spatial, pad)) + (groups, cg),
+                    dtype=cols.dtype)
+    src_order = (1, *range(2, 2 + nd), 0, 2 + nd)  # (N, *out, g, C/g) of one offset
+    for kk, sl in zip(itertools.product(*(range(m) for m in k)), _offsets(k, stride, dilation, out)):
+        full[(slice(None),) + sl] += cols[(slice(None),) * (2 + nd) + kk].transpose(src_order)
+    inner = full[(slice(None),) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(spatial, pad))]
+    inner = inner.reshape((n,) + tuple(spatial) + (groups * cg,))
+    return xp.ascontiguousarray(xp.moveaxis(inner, -1, 1))
 
 
 def _conv_w(x: Any, g: Any, stride: Ints, pad: Pads, dilation: Ints, groups: int, ksize: Ints) -> Any:
     xp = array_module(x)
     nd = len(ksize)
-    n, c, o = x.shape[0], x.shape[1], g.shape[1]
-    out = g.shape[2:]
-    win_order = (1, *range(2 + nd, 2 + 2 * nd), 0, *range(2, 2 + nd))  # (C, *K, N, *out)
-    win = _windows(x, ksize, stride, pad, dilation)
-    win = win[(slice(None), slice(None)) + tuple(slice(0, q) for q in out)]
-    cols = xp.ascontiguousarray(win.transpose(win_order)).reshape(groups, -1, n * math.prod(out))
-    gt = xp.moveaxis(g.reshape(n, groups, o // groups, -1), 0, 2).reshape(groups, o // groups, -1)
-    r = xp.matmul(gt, cols.swapaxes(-1, -2))  # (g, O/g, C/g * K)
-    return r.reshape((o, c // groups) + tuple(ksize))
+    c, o = x.shape[1], g.shape[1]
+    cols, _ = _cols(x, ksize, stride, pad, dilation, groups, out=g.shape[2:])  # (g, N*P, K*C/g)
+    r = xp.matmul(_channels_last(g, groups).swapaxes(-1, -2), cols)  # (g, O/g, K*C/g)
+    r = r.reshape((groups, o // groups) + tuple(ksize) + (c // groups,))
+    return xp.ascontiguousarray(r.transpose(0, 1, 2 + nd, *range(2, 2 + nd))).reshape(
+        (o, c // groups) + tuple(ksize))
 
 
-def _argmax(x: Any, kernel: Ints, stride: Ints, pad: Pads, dilation: Ints) -> Any:
-    """The index (into the flattened window) of each window's first max: ``(..., *out)``."""
-    win = _windows(x, kernel, stride, pad, dilation, -np.inf)
-    flat = win.reshape(win.shape[:win.ndim - len(kernel)] + (-1,))
-    return flat.argmax(-1)
+def _offsets(k: Ints, stride: Ints, dilation: Ints, out: Ints) -> list[tuple[slice, ...]]:
+    """Per kernel offset (in the flattened window's order), the strided slice of the
+    padded spatial axes that holds that offset of every window: ``(*out)`` elements."""
+    return [tuple(slice(j * d, j * d + s * (o - 1) + 1, s) for j, d, s, o in zip(kk, dilation, stride, out))
+            for kk in itertools.product(*(range(m) for m in k))]
+
+
+def _padded(x: Any, nd: int, pad: Pads, fill: float) -> Any:
+    """``x`` padded with ``fill`` on its last ``nd`` axes (``x`` itself when ``pad`` is nothing)."""
+    if all(p == (0, 0) for p in pad):
+        return x
+    lead, size = x.shape[:x.ndim - nd], x.shape[x.ndim - nd:]
+    full = array_module(x).full(lead + tuple(s + lo + hi for s, (lo, hi) in zip(size, pad)), fill, x.dtype)
+    full[(slice(None),) * len(lead) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pad))] = x
+    return full
+
+
+def _pool_out(size: Ints, kernel: Ints, stride: Ints, pad: Pads, dilation: Ints) -> Ints:
+    return tuple((n + lo + hi - (k - 1) * d - 1) // s + 1
+                 for n, k, s, (lo, hi), d in zip(size, kernel, stride, pad, dilation))
 
 
 def _pool_max(x: Any, kernel: Ints, stride: Ints, pad: Pads, dilation: Ints) -> Any:
-    win = _windows(x, kernel, stride, pad, dilation, -np.inf)
-    return win.max(axis=tuple(range(win.ndim - len(kernel), win.ndim)))
+    # an elementwise maximum over the kernel's offsets (a few whole-array ops; a
+    # reduction over the small, strided window axes is many times slower)
+    xp, nd = array_module(x), len(kernel)
+    lead = (slice(None),) * (x.ndim - nd)
+    xpad = _padded(x, nd, pad, -np.inf)
+    out = _pool_out(x.shape[x.ndim - nd:], kernel, stride, pad, dilation)
+    first, *rest = _offsets(kernel, stride, dilation, out)
+    m = xpad[lead + first].copy()
+    for sl in rest:
+        xp.maximum(m, xpad[lead + sl], out=m)  # (NaN propagates, as in max)
+    return m
+
+
+def _argmax(x: Any, kernel: Ints, stride: Ints, pad: Pads, dilation: Ints) -> Any:
+    """The index (into the flattened window) of each window's first max (its last
+    NaN, if any, as PyTorch): ``(..., *out)``."""
+    xp, nd = array_module(x), len(kernel)
+    lead = (slice(None),) * (x.ndim - nd)
+    m = _pool_max(x, kernel, stride, pad, dilation)
+    xpad = _padded(x, nd, pad, -np.inf)
+    offsets = _offsets(kernel, stride, dilation, m.shape[m.ndim - nd:])
+    idx = xp.zeros(m.shape, np.intp)
+    for n in range(len(offsets) - 1, -1, -1):  # backwards: the first max is written last
+        xp.copyto(idx, n, where=xpad[lead + offsets[n]] == m)
+    if xp.isnan(m).any():  # a NaN window's max is NaN: its last NaN, as PyTorch's kernel picks
+        for n, sl in enumerate(offsets):
+            v = xpad[lead + sl]
+            xp.copyto(idx, n, where=v != v)
+    return idx
 
 
 def _pool_take(h: Any, x: Any, kernel: Ints, stride: Ints, pad: Pads, dilation: Ints) -> Any:
-    xp = array_module(h)
+    xp, nd = array_module(h), len(kernel)
+    lead = (slice(None),) * (h.ndim - nd)
     idx = _argmax(x, kernel, stride, pad, dilation)
-    win = _windows(h, kernel, stride, pad, dilation)
-    flat = win.reshape(win.shape[:win.ndim - len(kernel)] + (-1,))
-    return xp.take_along_axis(flat, idx[..., None], -1)[..., 0]
+    hpad = _padded(h, nd, pad, 0.0)
+    offsets = _offsets(kernel, stride, dilation, idx.shape[idx.ndim - nd:])
+    r = hpad[lead + offsets[0]].copy()
+    for n in range(1, len(offsets)):
+        xp.copyto(r, hpad[lead + offsets[n]], where=idx == n)
+    return r
 
 
 def _pool_max_t(g: Any, x: Any, kernel: Ints, stride: Ints, pad: Pads, dilation: Ints) -> Any:
-    xp = array_module(g)
-    nd = len(kernel)
+    xp, nd = array_module(g), len(kernel)
     idx = _argmax(x, kernel, stride, pad, dilation)
-    lead = g.ndim - nd
-    out = g.shape[lead:]
+    lead = (slice(None),) * (g.ndim - nd)
+    out = g.shape[g.ndim - nd:]
     size = x.shape[x.ndim - nd:]
-    full = xp.zeros(g.shape[:lead] + tuple(s + lo + hi for s, (lo, hi) in zip(size, pad)), dtype=g.dtype)
+    full = xp.zeros(g.shape[:g.ndim - nd] + tuple(s + lo + hi for s, (lo, hi) in zip(size, pad)), dtype=g.dtype)
     zero = xp.zeros((), g.dtype)
-    for n, kk in enumerate(itertools.product(*(range(m) for m in kernel))):
-        sl = tuple(slice(j * d, j * d + s * (o - 1) + 1, s) for j, d, s, o in zip(kk, dilation, stride, out))
-        full[(slice(None),) * lead + sl] += xp.where(idx == n, g, zero)
-    return full[(slice(None),) * lead + tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pad))]
+    disjoint = all(s >= (k - 1) * d + 1 for k, s, d in zip(kernel, stride, dilation))
+    for n, sl in enumerate(_offsets(kernel, stride, dilation, out)):
+        if disjoint:  # windows do not overlap: each place is written once
+            xp.copyto(full[lead + sl], g, where=idx == n)
+        else:
+            full[lead + sl] += xp.where(idx == n, g, zero)
+    return full[lead + tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pad))]
 
 
 pool_argmax = _argmax  # (no gradient: plain arrays)
