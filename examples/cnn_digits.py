@@ -2,8 +2,8 @@
 
 The file is ordinary PyTorch: ``Conv2d``, ``BatchNorm2d``, ``MaxPool2d``,
 ``Dropout``, ``AdamW`` with a ``CosineAnnealingLR`` schedule, and the data
-through ``TensorDataset`` and ``DataLoader`` (batches of 64, shuffled, seeded
-with ``torch.manual_seed``). Only the import differs: ``import
+through ``TensorDataset`` and ``DataLoader`` (batches of 64, shuffled by a seeded
+``torch.Generator``). Only the import differs: ``import
 tapegrad.torch as torch``. With ``--torch`` the very same code runs on
 PyTorch itself, for comparison (accuracy and time per epoch).
 
@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> float:
     if args.small:
         Xtr, ytr = Xtr[:512], ytr[:512]
     train_set = TensorDataset(torch.from_numpy(Xtr), torch.from_numpy(ytr))
-    loader = DataLoader(train_set, batch_size=BATCH, shuffle=True)
+    loader = DataLoader(train_set, batch_size=BATCH, shuffle=True,
+                        generator=torch.Generator().manual_seed(args.seed))
     X_test, y_test = torch.from_numpy(Xte), torch.from_numpy(yte)
 
     model = make_model()
