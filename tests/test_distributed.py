@@ -370,8 +370,8 @@ def test_a_rank_lost_after_the_fingerprints_aborts_the_job() -> None:
 def test_train_digits_two_processes_match_one() -> None:
     pytest.importorskip("sklearn")
     example = ROOT / "examples" / "train_digits.py"
-    for style in ("functional", "torch"):
-        args = ("--style", style, "--epochs", "1", "--batch", "256", "--quiet")
+    for style in ("functional", "torch", "functional --jit"):
+        args = ("--style", *style.split(), "--epochs", "1", "--batch", "256", "--quiet")
         one = subprocess.run([sys.executable, str(example), *args], cwd=ROOT, env=clean_env(),
                              capture_output=True, text=True, timeout=120)
         assert one.returncode == 0, one.stdout + one.stderr
