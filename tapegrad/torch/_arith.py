@@ -20,6 +20,7 @@ from tapegrad.torch._graph import (
     SCALAR_TYPE,
 )
 from tapegrad.torch._promote import _contiguous, _promote, _scalar_operand
+from tapegrad.torch._shape_errors import broadcast_mismatch, matmul_mismatch
 from tapegrad.torch._tensor import (
     _ADD,
     _DIV,
@@ -84,10 +85,16 @@ class ArithOps(_Base):
         if fn is tnp.subtract:
             _check_bool_sub(self, other)
         a, b, o = _operands(self, other, div)
-        t = _rec2(fn.primitive, a, b, name, (self, o))
-        if t is not None:
-            return t
-        return _result(fn(a, b), name, (self, o))
+        try:
+            t = _rec2(fn.primitive, a, b, name, (self, o))
+            if t is not None:
+                return t
+            return _result(fn(a, b), name, (self, o))
+        except ValueError:
+            clash = broadcast_mismatch(np.shape(a), np.shape(b))
+            if clash is None:
+                raise
+            raise clash from None
 
     # A float tensor and a Python float (x * 1.0001) need no promotion: the
     # operators try _rec1 first, before _arith's general path.
@@ -136,6 +143,15 @@ class ArithOps(_Base):
         return _result(tnp.power(b, a), "PowBackward2", (self,))
 
     def __matmul__(self, other: Any) -> Tensor:
+        try:
+            return self._matmul(other)
+        except ValueError:
+            clash = matmul_mismatch(self.shape, np.shape(_v(other)))
+            if clash is None:
+                raise
+            raise clash from None
+
+    def _matmul(self, other: Any) -> Tensor:
         a, b = self._value, _v(other)
         if a.dtype != b.dtype:
             a, b = _promote(a, b)
@@ -334,6 +350,9 @@ class ArithOps(_Base):
         if a.ndim != 2 or b.ndim != 2:
             raise RuntimeError(f"mat1 must be a matrix, got {a.ndim}-D tensor" if a.ndim != 2
                                else f"mat2 must be a matrix, got {b.ndim}-D tensor")
+        clash = matmul_mismatch(a.shape, b.shape)
+        if clash is not None:
+            raise clash
         m = tnp.matmul(a, b)
         if alpha != 1:
             m = tnp.multiply(m, alpha)

@@ -222,6 +222,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 def _addmm_t(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
     """``x @ weight.T + bias`` for a matrix ``x``: one ``linear`` entry."""
     vals = (x._value, weight._value, bias._value)
+    if x.shape[-1] != weight.shape[-1]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({x.shape[0]}x{x.shape[-1]} and "
+                           f"{weight.shape[-1]}x{weight.shape[0]})")
     t = _rec(_LINEAR, vals, "AddmmBackward0", (bias, x, weight), _ADDMM_EDGES)
     if t is not None:
         return t

@@ -1,0 +1,60 @@
+"""PyTorch's errors for operands whose shapes do not fit, for the facade to
+raise (as ``RuntimeError``, PyTorch's type and words) where NumPy raised a
+``ValueError`` of its own wording.
+
+Each function returns the error for the shapes, or None when they fit (the
+``ValueError`` then had another cause, and is raised as it was).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["broadcast_mismatch", "matmul_mismatch"]
+
+
+def broadcast_mismatch(sa: Sequence[int], sb: Sequence[int]) -> RuntimeError | None:
+    """Shapes ``sa`` and ``sb`` of an elementwise op that do not broadcast: the
+    first clash from the right, as PyTorch words it."""
+    n = max(len(sa), len(sb))
+    for i in range(1, n + 1):
+        x = sa[-i] if i <= len(sa) else 1
+        y = sb[-i] if i <= len(sb) else 1
+        if x != y and x != 1 and y != 1:
+            return RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
+                                f"at non-singleton dimension {n - i}")
+    return None
+
+
+def matmul_mismatch(sa: Sequence[int], sb: Sequence[int]) -> RuntimeError | None:
+    """Shapes of ``a @ b`` whose inner sizes differ (or batches do not broadcast),
+    with PyTorch's message for the kernel it would run (dot, mv, mm, bmm)."""
+    na, nb = len(sa), len(sb)
+    if na == 0 or nb == 0:
+        return RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {na}D and {nb}D")
+    k = sa[-1]
+    if na == 1 and nb == 1:
+        if k == sb[0]:
+            return None
+        return RuntimeError(f"inconsistent tensor size, expected tensor [{k}] and src [{sb[0]}] to have the same "
+                            f"number of elements, but got {k} and {sb[0]} elements respectively")
+    if nb == 1:
+        rows = math.prod(sa[:-1])
+        return None if k == sb[0] else RuntimeError(
+            f"size mismatch, got input ({rows}), mat ({rows}x{k}), vec ({sb[0]})")
+    if nb == 2:
+        rows = math.prod(sa[:-1])
+        return None if k == sb[0] else RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({rows}x{k} and {sb[0]}x{sb[1]})")
+    ba, bb = tuple(sa[:-2]), tuple(sb[:-2])
+    clash = broadcast_mismatch(ba, bb)
+    if clash is not None:
+        return clash
+    if k == sb[-2]:
+        return None
+    batch = math.prod(np.broadcast_shapes(ba, bb))
+    return RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{batch}, {k}] "
+                        f"but got: [{batch}, {sb[-2]}].")
