@@ -265,12 +265,15 @@ class Tape:
     def _watch_leaf(self, x: Any) -> Traced:
         if type(x) is Traced and x._tape is self:
             return x
+        given = x
         if type(x) is not Traced and not hasattr(x, "dtype"):
             x = np.asarray(x)
         if x.dtype.kind not in "fc":
+            from tapegrad.transforms._util import conversion_hint
+
             raise TypeError(
                 f"tapegrad: can only differentiate with respect to floating-point or complex "
-                f"values, but got dtype {x.dtype}"
+                f"values, but Tape.watch got dtype {x.dtype}; {conversion_hint(given)}"
             )
         if type(x) is Traced and x._tape.active and x._tape.level > self.level:
             what = "a batched value of a vmap" if getattr(x._tape, "batching", False) else "a value of a tape"

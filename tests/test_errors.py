@@ -8,6 +8,7 @@ are made; ``device="cuda"`` without CuPy says how to install it.
 
 from __future__ import annotations
 
+import re
 import sys
 import traceback
 import warnings
@@ -448,3 +449,30 @@ def test_numpys_python_functions_inside_tapegrad_point_at_the_user() -> None:
     ws = _caught(lambda: tg.value_and_grad(f)(np.ones(2)))
     assert (HERE, _line(f), "invalid value encountered in mean") in _where(ws)
     assert all(w.filename == HERE for w in ws)
+
+
+# --- specs checked when the transform is made --------------------------------------------------------
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: tg.jit(lambda x: x, static_argnums=2.0), "jit: static_argnums must be an int or a tuple of ints"),
+    (lambda: tg.jit(lambda x: x, static_argnums=(0, "x")), "it holds 'x', a str"),
+    (lambda: tg.vmap(lambda x: x, in_axes="x"), "in_axes must be an int, None, or a pytree"),
+    (lambda: tg.vmap(lambda x, y: x, in_axes=(0, 1.5)), "it holds 1.5, a float"),
+    (lambda: tg.vmap(lambda x: x, out_axes=True), "out_axes must be an int, None, or a pytree"),
+])
+def test_bad_specs_rejected_at_once(make: Any, message: str) -> None:
+    with pytest.raises(TypeError, match=re.escape(message)):
+        make()
+
+
+def test_good_axes_specs_accepted() -> None:
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(tg.vmap(lambda a, d: a * d["s"], in_axes=(0, {"s": None}))(x, {"s": 2.0}), 2 * x)
+
+
+def test_tape_watch_of_an_int_says_how_to_convert() -> None:
+    with tg.Tape() as tape, pytest.raises(TypeError, match=re.escape("pass a float instead (float(...), or 3.0)")):
+        tape.watch(3)
+    with tg.Tape() as tape, pytest.raises(TypeError, match=re.escape(".astype(float)")):
+        tape.watch(np.arange(3))

@@ -25,7 +25,7 @@ from tapegrad.compile.entry import Miss, make_entry
 from tapegrad.compile.trace import JitTrace, Var
 from tapegrad.pytree import TreeDef, tree_flatten, tree_unflatten
 from tapegrad.tracer import Traced
-from tapegrad.transforms._util import fun_name
+from tapegrad.transforms._util import check_argnums, fun_name
 
 MAX_VARIANTS = 8  # compiled paths of one signature before jit gives up and runs eagerly
 # Variants tried through their entries, most recently run first, before the general lookup:
@@ -272,6 +272,7 @@ def jit(f: Callable[..., Any], static_argnums: int | Sequence[int] = (),
     """
     if not callable(f):
         raise TypeError(f"tg.jit: expected a function, got {type(f).__name__}")
+    check_argnums(static_argnums, "jit", "static_argnums")
     nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
     return Jitted(f, nums, names)

@@ -52,16 +52,16 @@ class Argnums:
         return nums
 
 
-def check_argnums(argnums: Any, who: str) -> None:
-    """Raise ``TypeError`` naming ``who`` and the value unless ``argnums`` is
-    an int or a tuple (or list) of ints (``bool`` is not taken for an int)."""
+def check_argnums(argnums: Any, who: str, name: str = "argnums") -> None:
+    """Raise ``TypeError`` naming ``who``, the parameter ``name`` and the value unless
+    ``argnums`` is an int or a tuple (or list) of ints (``bool`` is not taken for an int)."""
     nums = tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
     for a in nums:
         if not isinstance(a, (int, np.integer)) or isinstance(a, (bool, np.bool_)):
             many = isinstance(argnums, (tuple, list))
             inside = f" (it holds {a!r}, a {type(a).__name__})" if many else f" (a {type(a).__name__})"
             raise TypeError(
-                f"{who}: argnums must be an int or a tuple of ints (positions of positional "
+                f"{who}: {name} must be an int or a tuple of ints (positions of positional "
                 f"arguments), got {argnums!r}{inside}"
             )
 
@@ -111,15 +111,19 @@ def check_inexact_leaves(leaves: list[Any], who: str, argnum: int, allow_complex
         if dtype is None:
             dtype = np.asarray(v).dtype
         if dtype.kind not in ("fc" if allow_complex else "f"):
-            if isinstance(v, (int, bool)):  # a Python number has no .astype
-                how = (f"it is the Python {type(v).__name__} {v!r}: pass a float instead "
-                       f"(float(...), or {int(v)}.0) to differentiate it")
-            else:
-                how = "convert it with .astype(float) to differentiate it"
             raise TypeError(
                 f"{who} requires floating-point or complex inputs, but argument {argnum} "
-                f"has dtype {dtype}; {how}"
+                f"has dtype {dtype}; {conversion_hint(v)}"
             )
+
+
+def conversion_hint(v: Any) -> str:
+    """How to make ``v`` (an integer or boolean input) differentiable: ``float(...)``
+    for a Python number (it has no ``.astype``), ``.astype(float)`` for an array."""
+    if isinstance(v, (int, bool)):
+        return (f"it is the Python {type(v).__name__} {v!r}: pass a float instead "
+                f"(float(...), or {int(v)}.0) to differentiate it")
+    return "convert it with .astype(float) to differentiate it"
 
 
 class Traced_call:

@@ -47,6 +47,8 @@ def vmap(f: Callable[..., Any], in_axes: Axes = 0, out_axes: Axes = 0) -> Callab
         >>> per_example_grads = tg.vmap(tg.grad(loss), in_axes=(None, 0, 0))(w, X, Y)
     """
     name = fun_name(f)
+    for what, spec in (("in_axes", in_axes), ("out_axes", out_axes)):
+        _check_axes_spec(spec, f"vmap({name})", what)
 
     @functools.wraps(f)
     def vmapped(*args: Any, **kwargs: Any) -> Any:
@@ -56,6 +58,15 @@ def vmap(f: Callable[..., Any], in_axes: Axes = 0, out_axes: Axes = 0) -> Callab
         return tree_unflatten(out_def, [_unbatch(o, ax, trace, who) for o, ax in zip(out_leaves, oaxes)])
 
     return vmapped
+
+
+def _check_axes_spec(spec: Axes, who: str, what: str) -> None:
+    """Raise ``TypeError`` at once for an axes spec with an entry that is neither
+    an int nor None (``in_axes="x"``, a float): the call would fail later, less clearly."""
+    for leaf in tree_flatten(spec)[0]:
+        if leaf is not None and (not isinstance(leaf, (int, np.integer)) or isinstance(leaf, (bool, np.bool_))):
+            raise TypeError(f"{who}: {what} must be an int, None, or a pytree (tuple, list, dict) of them, "
+                            f"got {spec!r} (it holds {leaf!r}, a {type(leaf).__name__})")
 
 
 def _run(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], in_axes: Axes,
