@@ -134,6 +134,14 @@ class _Stack(threading.local):
 _stack = _Stack()
 
 
+def conversion_hint(v: Any) -> str:
+    """How to make ``v`` (an integer or boolean input) differentiable: ``float(...)``
+    for a Python number (it has no ``.astype``), ``.astype(float)`` for an array."""
+    if isinstance(v, (int, bool)):
+        return (f"it is the Python {type(v).__name__} {v!r}: pass a float instead "
+                f"(float(...), or {int(v)}.0) to differentiate it")
+    return "convert it with .astype(float) to differentiate it"
+
 class Tape:
     """An explicit Wengert tape (a context manager).
 
@@ -269,8 +277,6 @@ class Tape:
         if type(x) is not Traced and not hasattr(x, "dtype"):
             x = np.asarray(x)
         if x.dtype.kind not in "fc":
-            from tapegrad.transforms._util import conversion_hint
-
             raise TypeError(
                 f"tapegrad: can only differentiate with respect to floating-point or complex "
                 f"values, but Tape.watch got dtype {x.dtype}; {conversion_hint(given)}"

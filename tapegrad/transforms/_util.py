@@ -11,7 +11,7 @@ import numpy as np
 from tapegrad import tape as _tape
 from tapegrad.backend import array_module
 from tapegrad.pytree import ARRAY_LEAF_TYPES, tree_flatten, tree_unflatten
-from tapegrad.tape import Tape, backprop, gc_paused, zeros_for
+from tapegrad.tape import Tape, backprop, conversion_hint, gc_paused, zeros_for
 from tapegrad.tracer import Traced, value
 
 # Arrays, scalars and traced values: pytree leaves and no array wrappers, so
@@ -115,15 +115,6 @@ def check_inexact_leaves(leaves: list[Any], who: str, argnum: int, allow_complex
                 f"{who} requires floating-point or complex inputs, but argument {argnum} "
                 f"has dtype {dtype}; {conversion_hint(v)}"
             )
-
-
-def conversion_hint(v: Any) -> str:
-    """How to make ``v`` (an integer or boolean input) differentiable: ``float(...)``
-    for a Python number (it has no ``.astype``), ``.astype(float)`` for an array."""
-    if isinstance(v, (int, bool)):
-        return (f"it is the Python {type(v).__name__} {v!r}: pass a float instead "
-                f"(float(...), or {int(v)}.0) to differentiate it")
-    return "convert it with .astype(float) to differentiate it"
 
 
 class Traced_call:
