@@ -69,13 +69,7 @@ def _writes_fresh(ins: Instr, values: Sequence[Any]) -> bool:
     a primitive's function marked ``fresh_out``, as matmul's is), here an
     n-d NumPy array? 0-d results stay as NumPy returns them (scalars), as
     eager code sees them."""
-    if ins.multi or any(k == "out" for k, _ in ins.kwargs):
-        return False
-    fn = ins.fn
-    if not (isinstance(fn, np.ufunc) and fn.nout == 1) and not getattr(fn, "fresh_out", False):
-        return False
-    v = values[ins.outs[0]]
-    return type(v) is np.ndarray and v.ndim > 0 and v.flags.c_contiguous
+    return _allocates(ins, values) and values[ins.outs[0]].flags.c_contiguous
 
 
 def _allocates(ins: Instr, values: Sequence[Any]) -> bool:

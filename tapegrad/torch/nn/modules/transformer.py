@@ -30,7 +30,20 @@ def _get_activation_fn(activation: str) -> Callable[[Tensor], Tensor]:
     raise RuntimeError(f"activation should be relu/gelu, not {activation}")
 
 
-class TransformerEncoderLayer(Module):
+class _SelfAttention(Module):
+    """The self-attention block both layers share: ``dropout1(self_attn(x, x, x))``."""
+
+    self_attn: MultiheadAttention
+    dropout1: Dropout
+
+    def _sa_block(self, x: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
+                  is_causal: bool = False) -> Tensor:
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
+                           is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+
+class TransformerEncoderLayer(_SelfAttention):
     """Self-attention then a feed-forward block (``linear2(dropout(activation(linear1(x))))``),
     each with a residual connection and a ``LayerNorm`` (after it, or before it
     with ``norm_first``), as PyTorch's."""
@@ -70,12 +83,6 @@ class TransformerEncoderLayer(Module):
             x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
             x = self.norm2(x + self._ff_block(x))
         return x
-
-    def _sa_block(self, x: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
-                  is_causal: bool = False) -> Tensor:
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
-                           is_causal=is_causal)[0]
-        return self.dropout1(x)
 
     def _ff_block(self, x: Tensor) -> Tensor:
         x = self.linear2(self.dropout(self.activation(self.linear1(x))))
@@ -131,7 +138,7 @@ def _why_not_fast_path(layer: Any) -> str:
     return ""
 
 
-class TransformerDecoderLayer(Module):
+class TransformerDecoderLayer(_SelfAttention):
     """Self-attention, attention over the encoder's ``memory``, then a feed-forward block, each
     with a residual connection and a ``LayerNorm`` (after it, or before it with ``norm_first``),
     as PyTorch's."""
@@ -171,12 +178,6 @@ class TransformerDecoderLayer(Module):
             x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
             x = self.norm3(x + self._ff_block(x))
         return x
-
-    def _sa_block(self, x: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
-                  is_causal: bool = False) -> Tensor:
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
-                           is_causal=is_causal)[0]
-        return self.dropout1(x)
 
     def _mha_block(self, x: Tensor, mem: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
                    is_causal: bool = False) -> Tensor:
