@@ -105,6 +105,22 @@ assert np.array_equal(tree["a"], np.full((3, 2), r + 1, np.float32)), "all_reduc
 s = dist.all_reduce({"i": np.array([r, 1], np.int64)}, op="sum")
 assert s["i"].dtype == np.int64 and s["i"].tolist() == [n * (n - 1) // 2, n]
 
+# --- results lent from the pooled wire buffer: never overwritten while alive -------------------
+t = {"a": np.full(3, r + 1.0), "b": np.full((2, 2), 2.0 * (r + 1))}
+r1 = dist.all_reduce(t, op="sum")
+r2 = dist.all_reduce(t, op="mean")  # r1 is alive: another buffer
+assert r1["a"].tolist() == [tot] * 3 and r2["a"].tolist() == [tot / n] * 3, (r1, r2)
+assert not np.shares_memory(r1["a"], r2["a"])
+lent = id(r1["a"].base)
+del r1
+z = dist.all_reduce(t, op="sum")
+assert id(z["a"].base) == lent, "the buffer did not come back to the pool once its views were gone"
+z["a"] += 1  # the caller's to change
+w = dist.all_reduce(t, op="sum")
+assert w["a"].tolist() == [tot] * 3 and z["a"].tolist() == [tot + 1] * 3 and r2["b"].tolist() == [[2 * tot / n] * 2] * 2
+h = dist.all_reduce({"h": np.full(3, r + 1, np.float16), "s": 1.5}, op="sum")  # (float16 rides as float32)
+assert h["h"].dtype == np.float16 and h["h"].tolist() == [tot] * 3 and h["s"] == 1.5 * n
+
 # --- mismatched trees and shapes: a clear error on every rank, and the ranks go on ---------------
 bad = [({"a": np.ones(3)} if r == 0 else [np.ones(3)], "in the tree's structure"),
        ({"a": np.ones(3 if r == 0 else 4)}, "at leaf 0 (in flattening order): rank 0 has float64[3]"),
