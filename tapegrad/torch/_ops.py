@@ -234,6 +234,7 @@ TABLE: tuple[Op, ...] = (
     op("all", R.all, None),
     op("any", R.any, None),
     op("count_nonzero", R.count_nonzero, None),
+    op("bincount", R.bincount, None),
     op("cumsum", R.cumsum, "CumsumBackward0"),
     op("cumprod", R.cumprod, "CumprodBackward0", saves="0 out"),
     op("trace", R.trace, "TraceBackward0"),

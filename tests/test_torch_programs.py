@@ -1,0 +1,131 @@
+"""Ordinary PyTorch programs (tests/programs/*.py, written with ``import torch``)
+print the same under tapegrad.torch as under PyTorch (SPEC section 6).
+
+Each program runs with every ``torch...`` module name bound to the matching
+``tapegrad.torch...`` module (the docs' run_on_tapegrad recipe) and its output,
+object addresses masked, is compared with what real PyTorch prints (when it is
+installed) and with ``tests/programs/NAME.out``, recorded from PyTorch (always).
+Regenerate an ``.out`` file with ``python tests/test_torch_programs.py NAME``
+under real PyTorch.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+import warnings
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tapegrad.torch as tt
+
+HERE = Path(__file__).parent / "programs"
+PROGRAMS = sorted(p.stem for p in HERE.glob("*.py"))
+
+
+def _facade_modules() -> dict[str, Any]:
+    """``torch...`` name -> facade module, for every imported facade module."""
+    return {"torch" + name[len("tapegrad.torch"):]: mod
+            for name, mod in list(sys.modules.items())
+            if name == "tapegrad.torch" or name.startswith("tapegrad.torch.")}
+
+
+def run_program(name: str, on_facade: bool) -> str:
+    """Run ``programs/NAME.py`` as ``__main__`` (on the facade, or on the real
+    ``torch`` when ``on_facade`` is false); return its output, object
+    addresses masked."""
+    src = (HERE / f"{name}.py").read_text()
+    saved = {k: v for k, v in sys.modules.items() if k == "torch" or k.startswith("torch.")}
+    buf = io.StringIO()
+    if on_facade:
+        for k in saved:
+            del sys.modules[k]
+        sys.modules.update(_facade_modules())
+    try:
+        with redirect_stdout(buf), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(compile(src, str(HERE / f"{name}.py"), "exec"), {"__name__": "__main__"})
+    finally:
+        if on_facade:
+            for k in [k for k in sys.modules if k == "torch" or k.startswith("torch.")]:
+                del sys.modules[k]
+            sys.modules.update(saved)
+        if "torch" in saved:
+            saved["torch"].set_printoptions(profile="default")
+        tt.set_printoptions(profile="default")
+    return re.sub(r"0x[0-9a-f]+", "0x?", buf.getvalue())
+
+
+def _diff(got: str, want: str) -> str:
+    """The first differing line of two outputs, for the failure message."""
+    g, w = got.splitlines(), want.splitlines()
+    for i, (a, b) in enumerate(zip(g, w)):
+        if a != b:
+            return f"line {i + 1}:\n  facade: {a}\n  torch:  {b}"
+    return f"facade printed {len(g)} lines, torch {len(w)}"
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_program_matches_recorded_output(name: str) -> None:
+    """The facade prints exactly what PyTorch printed (recorded in NAME.out)."""
+    want = (HERE / f"{name}.out").read_text()
+    got = run_program(name, on_facade=True)
+    assert got == want, _diff(got, want)
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_program_matches_pytorch(name: str) -> None:
+    """Under the installed PyTorch the program prints its recorded output, and
+    the facade prints the same."""
+    pytest.importorskip("torch")
+    want = run_program(name, on_facade=False)
+    recorded = (HERE / f"{name}.out").read_text()
+    assert want == recorded, "recorded output is stale: " + _diff(want, recorded)
+    got = run_program(name, on_facade=True)
+    assert got == want, _diff(got, want)
+
+
+def test_every_program_has_recorded_output() -> None:
+    """Each program comes with its expected output, and there are enough of them."""
+    assert len(PROGRAMS) >= 10
+    for name in PROGRAMS:
+        assert (HERE / f"{name}.out").is_file(), name
+
+
+# --- facade fixes the programs needed, checked against PyTorch -----------------------------------
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: t.bincount(t.tensor([0, 1, 1, 4])),
+    lambda t: t.bincount(t.tensor([0, 1, 1, 4]), minlength=7),
+    lambda t: t.bincount(t.tensor([], dtype=t.int64)),
+    lambda t: t.tensor([2, 2, 0], dtype=t.uint8).bincount(),
+    lambda t: t.bincount(t.tensor([0, 1, 1, 4]), weights=t.tensor([0.5, 1.0, 1.0, 2.0])),
+    lambda t: t.bincount(t.tensor([0, 1, 1]), weights=t.tensor([1.0, 2.0, 3.0], dtype=t.float64)),
+    lambda t: t.bincount(t.tensor([0, 1, 1]), weights=t.tensor([1, 2, 3])),
+])
+def test_bincount_as_pytorch(call: Any, real_torch: Any) -> None:
+    """torch.bincount / Tensor.bincount: counts, minlength, weights' dtype."""
+    got, want = call(tt), call(real_torch)
+    assert str(got.dtype) == str(want.dtype)
+    assert got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: t.bincount(t.tensor([-1, 2])),
+    lambda t: t.bincount(t.tensor([[1]])),
+    lambda t: t.bincount(t.tensor([1.0])),
+    lambda t: t.bincount(t.tensor([1, 2]), weights=t.tensor([1.0])),
+])
+def test_bincount_errors_as_pytorch(call: Any, torch_diff: Any) -> None:
+    """bincount's errors: negative, 2-d, float input; weights of another length."""
+    torch_diff.assert_same_error(call)
+
+
+if __name__ == "__main__":  # record NAME.out from real PyTorch
+    for arg in sys.argv[1:] or PROGRAMS:
+        (HERE / f"{arg}.out").write_text(run_program(arg, on_facade=False))
