@@ -91,7 +91,7 @@ def test_program_matches_pytorch(name: str) -> None:
 
 def test_every_program_has_recorded_output() -> None:
     """Each program comes with its expected output, and there are enough of them."""
-    assert len(PROGRAMS) >= 10
+    assert len(PROGRAMS) >= 12
     for name in PROGRAMS:
         assert (HERE / f"{name}.out").is_file(), name
 
@@ -124,6 +124,45 @@ def test_bincount_as_pytorch(call: Any, real_torch: Any) -> None:
 def test_bincount_errors_as_pytorch(call: Any, torch_diff: Any) -> None:
     """bincount's errors: negative, 2-d, float input; weights of another length."""
     torch_diff.assert_same_error(call)
+
+
+def _sgd(t: Any) -> Any:
+    return t.optim.SGD([t.zeros(2, requires_grad=True)], lr=0.1, momentum=0.9)
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: t.optim.lr_scheduler.ReduceLROnPlateau(_sgd(t), factor=1.0),
+    lambda t: t.optim.lr_scheduler.ReduceLROnPlateau(_sgd(t), mode="up"),
+    lambda t: t.optim.lr_scheduler.ReduceLROnPlateau(_sgd(t), threshold_mode="pct"),
+    lambda t: t.optim.lr_scheduler.ReduceLROnPlateau(_sgd(t), min_lr=[0.1, 0.2]),
+    lambda t: t.optim.lr_scheduler.OneCycleLR(_sgd(t), max_lr=1.0),
+    lambda t: t.optim.lr_scheduler.OneCycleLR(_sgd(t), max_lr=1.0, total_steps=0),
+    lambda t: t.optim.lr_scheduler.OneCycleLR(_sgd(t), max_lr=1.0, epochs=0, steps_per_epoch=3),
+    lambda t: t.optim.lr_scheduler.OneCycleLR(_sgd(t), max_lr=1.0, total_steps=5, pct_start=1.5),
+    lambda t: t.optim.lr_scheduler.OneCycleLR(_sgd(t), max_lr=1.0, total_steps=5, anneal_strategy="exp"),
+    lambda t: t.optim.lr_scheduler.OneCycleLR(_sgd(t), max_lr=[1.0, 2.0], total_steps=5),
+    lambda t: t.optim.lr_scheduler.OneCycleLR(t.optim.Adagrad([t.zeros(1, requires_grad=True)]), 1.0, 5),
+])
+def test_scheduler_errors_as_pytorch(call: Any, torch_diff: Any) -> None:
+    """ReduceLROnPlateau's and OneCycleLR's argument errors are PyTorch's."""
+    torch_diff.assert_same_error(call)
+
+
+def test_one_cycle_lr_per_group_and_closed_lists(real_torch: Any) -> None:
+    """OneCycleLR with a max_lr per group and cycle_momentum off: the lrs of
+    every step are PyTorch's, float for float."""
+    def lrs(t: Any) -> list[list[float]]:
+        opt = t.optim.SGD([{"params": [t.zeros(1, requires_grad=True)]},
+                           {"params": [t.zeros(1, requires_grad=True)], "lr": 0.5}], lr=0.1)
+        sched = t.optim.lr_scheduler.OneCycleLR(opt, max_lr=[1.0, 0.3], total_steps=7, cycle_momentum=False,
+                                                div_factor=10.0, final_div_factor=100.0)
+        out = [sched.get_last_lr()]
+        for _ in range(7):
+            opt.step()
+            sched.step()
+            out.append(sched.get_last_lr())
+        return out
+    assert lrs(tt) == lrs(real_torch)
 
 
 if __name__ == "__main__":  # record NAME.out from real PyTorch
