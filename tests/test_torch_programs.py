@@ -165,6 +165,42 @@ def test_one_cycle_lr_per_group_and_closed_lists(real_torch: Any) -> None:
     assert lrs(tt) == lrs(real_torch)
 
 
+def _bag(t: Any, idx: Any, offsets: Any = None, **kw: Any) -> Any:
+    w = t.arange(15.0).reshape(5, 3)
+    return t.nn.functional.embedding_bag(t.tensor(idx), w, None if offsets is None else t.tensor(offsets), **kw)
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: _bag(t, [0, 1]),
+    lambda t: _bag(t, [[0, 1]], [0]),
+    lambda t: _bag(t, [0, 1], [0], per_sample_weights=t.ones(2)),
+    lambda t: _bag(t, [0, 7], [0], mode="sum"),
+    lambda t: _bag(t, [0, 1], [0], mode="avg"),
+    lambda t: _bag(t, [0, 1], [0], mode="sum", per_sample_weights=t.ones(3)),
+    lambda t: _bag(t, [0.0, 1.0], [0], mode="sum"),
+    lambda t: _bag(t, [0, 1], [1], mode="sum"),
+])
+def test_embedding_bag_errors_as_pytorch(call: Any, torch_diff: Any) -> None:
+    """F.embedding_bag's argument errors are PyTorch's, word for word."""
+    torch_diff.assert_same_error(call)
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: _bag(t, [0, 1, 2], [0, 0, 3], mode="max"),
+    lambda t: _bag(t, [0, 1, 2], [0, 0, 3], mode="mean"),
+    lambda t: _bag(t, [0, 1, 2], [0, 2, 3], include_last_offset=True),
+    lambda t: _bag(t, [0, 1, 0], [0, 1], padding_idx=0),
+    lambda t: _bag(t, [[0, 1, 0], [4, 4, 4]], padding_idx=-5, mode="max"),
+    lambda t: t.nn.EmbeddingBag(5, 3, mode="max", padding_idx=0, max_norm=1.0),
+    lambda t: t.nn.EmbeddingBag.from_pretrained(t.ones(2, 2), freeze=False, mode="sum").weight.requires_grad,
+])
+def test_embedding_bag_edge_cases_as_pytorch(call: Any, real_torch: Any) -> None:
+    """Empty bags give zeros, padding entries leave the bag (and the mean),
+    include_last_offset closes the last bag; the module's repr."""
+    got, want = call(tt), call(real_torch)
+    assert repr(got).replace("tapegrad.", "") == repr(want)
+
+
 if __name__ == "__main__":  # record NAME.out from real PyTorch
     for arg in sys.argv[1:] or PROGRAMS:
         (HERE / f"{arg}.out").write_text(run_program(arg, on_facade=False))

@@ -32,6 +32,7 @@ from tapegrad.torch.nn.modules import (
     CrossEntropyLoss,
     Dropout,
     Embedding,
+    EmbeddingBag,
     Flatten,
     GRUCell,
     Hardtanh,
@@ -75,7 +76,7 @@ from tapegrad.torch.nn.parameter import Parameter
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
     "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "ELU",
-    "Embedding", "Flatten", "GELU", "GRU", "GRUCell", "Hardtanh", "HuberLoss", "Identity", "L1Loss",
+    "Embedding", "EmbeddingBag", "Flatten", "GELU", "GRU", "GRUCell", "Hardtanh", "HuberLoss", "Identity", "L1Loss",
     "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d",
     "MaxPool2d", "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss",
     "Parameter", "ParameterDict", "ParameterList", "RNN", "RNNCell", "ReLU", "Sequential", "SiLU",

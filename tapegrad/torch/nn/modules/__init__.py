@@ -10,7 +10,7 @@
 - ``activation``: ``ReLU``, ``GELU``, ``Softmax`` ... (elementwise and softmax)
 - ``dropout``: ``Dropout``
 - ``normalization``: ``LayerNorm``; ``batchnorm``: ``BatchNorm1d``, ``BatchNorm2d``
-- ``sparse``: ``Embedding``
+- ``sparse``: ``Embedding``, ``EmbeddingBag``
 - ``rnn``: ``RNN``, ``LSTM``, ``GRU`` and their cells
 - ``transformer``: ``TransformerEncoderLayer``, ``TransformerEncoder``, their decoder twins, ``Transformer`` (``activation``
   holds ``MultiheadAttention``, as in PyTorch)
@@ -61,7 +61,7 @@ from tapegrad.torch.nn.modules.module import Module
 from tapegrad.torch.nn.modules.normalization import LayerNorm
 from tapegrad.torch.nn.modules.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d
 from tapegrad.torch.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
-from tapegrad.torch.nn.modules.sparse import Embedding
+from tapegrad.torch.nn.modules.sparse import Embedding, EmbeddingBag
 from tapegrad.torch.nn.modules.transformer import (
     Transformer,
     TransformerDecoder,
@@ -73,7 +73,7 @@ from tapegrad.torch.nn.modules.transformer import (
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
     "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "ELU",
-    "Embedding", "Flatten", "GELU", "GRU", "GRUCell", "Hardtanh", "HuberLoss", "Identity", "L1Loss",
+    "Embedding", "EmbeddingBag", "Flatten", "GELU", "GRU", "GRUCell", "Hardtanh", "HuberLoss", "Identity", "L1Loss",
     "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d",
     "MaxPool2d", "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss",
     "ParameterDict", "ParameterList", "RNN", "RNNCell", "ReLU", "Sequential", "SiLU", "Sigmoid",
