@@ -201,6 +201,71 @@ def test_embedding_bag_edge_cases_as_pytorch(call: Any, real_torch: Any) -> None
     assert repr(got).replace("tapegrad.", "") == repr(want)
 
 
+def test_circular_pad_values_and_gradient_as_pytorch(real_torch: Any) -> None:
+    """F.pad(mode="circular"): values and gradient are PyTorch's; its grad_fn is
+    named CopySlices as PyTorch's, the nodes below differ (no op-table row)."""
+    def run(t: Any) -> tuple[Any, Any, str]:
+        x = t.arange(24.0).reshape(1, 2, 3, 4).requires_grad_()
+        y = t.nn.functional.pad(x, (1, 2, 2, 1), mode="circular")
+        (y * t.arange(float(y.numel())).reshape(y.shape)).sum().backward()
+        return y.detach().numpy(), x.grad.numpy(), type(y.grad_fn).__name__
+    (y1, g1, n1), (y2, g2, n2) = run(tt), run(real_torch)
+    assert n1 == n2
+    assert (y1 == y2).all() and (g1 == g2).all()
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: t.nn.functional.interpolate(t.ones(1, 1, 4)),
+    lambda t: t.nn.functional.interpolate(t.ones(1, 1, 4), size=3, scale_factor=2),
+    lambda t: t.nn.functional.interpolate(t.ones(1, 1, 4), size=3, align_corners=True),
+    lambda t: t.nn.functional.interpolate(t.ones(1, 1, 4), size=3, mode="bilinear"),
+    lambda t: t.nn.functional.interpolate(t.ones(1, 1, 4, 4), size=3, mode="linear"),
+    lambda t: t.nn.functional.pixel_shuffle(t.ones(2, 2), 2),
+    lambda t: t.nn.functional.pixel_shuffle(t.ones(1, 5, 2, 2), 2),
+    lambda t: t.nn.functional.pixel_unshuffle(t.ones(1, 1, 3, 4), 2),
+    lambda t: t.nn.functional.pixel_unshuffle(t.ones(1, 1, 4, 3), 2),
+    lambda t: t.nn.functional.pad(t.ones(2, 2), (1, 1, 1)),
+    lambda t: t.nn.functional.pad(t.ones(2), (1, 1, 1, 1)),
+    lambda t: t.nn.functional.pad(t.ones(1, 2, 2, 2), (1, 1), mode="reflect"),
+    lambda t: t.nn.functional.pad(t.ones(1, 2, 3), (3, 3), mode="reflect"),
+    lambda t: t.nn.functional.pad(t.ones(1, 2, 3), (1, 1), mode="wrap"),
+    lambda t: t.nn.functional.pad(t.ones(1, 2, 3), (-2, -2)),
+    lambda t: t.nn.functional.pad(t.ones(1, 2, 3), (-5, 1)),
+])
+def test_resampling_errors_as_pytorch(call: Any, torch_diff: Any) -> None:
+    """interpolate's, pixel_(un)shuffle's and pad's argument errors are PyTorch's."""
+    torch_diff.assert_same_error(call)
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: t.nn.Upsample(scale_factor=(2, 3)),
+    lambda t: t.nn.Upsample(size=4),
+    lambda t: t.nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True),
+    lambda t: t.nn.UpsamplingNearest2d(scale_factor=2),
+    lambda t: t.nn.UpsamplingBilinear2d(size=(2, 2)),
+    lambda t: t.nn.PixelUnshuffle(3),
+    lambda t: t.nn.ZeroPad2d(1),
+    lambda t: t.nn.ZeroPad2d((1, 2, 0, 1))(t.ones(1, 2, 2)),
+    lambda t: t.nn.ConstantPad1d(2, 3.5)(t.ones(1, 2)),
+    lambda t: t.nn.ConstantPad2d((1, 0, 1, 0), 1),
+    lambda t: t.nn.ReflectionPad1d(2)(t.arange(4.0).reshape(1, 4)),
+    lambda t: t.nn.ReflectionPad2d((1, 1, 2, 0)),
+    lambda t: t.nn.ReplicationPad2d(1)(t.arange(4.0).reshape(1, 2, 2)),
+    lambda t: t.nn.CircularPad1d(1)(t.arange(3.0).reshape(1, 3)),
+    lambda t: t.nn.functional.pad(t.arange(3.0).reshape(1, 1, 3), (-3, 1)),
+    lambda t: t.nn.functional.interpolate(t.arange(4.0).reshape(1, 1, 4), scale_factor=1.7),
+    lambda t: t.nn.functional.interpolate(t.arange(4.0).reshape(1, 1, 4), scale_factor=1.7,
+                                          recompute_scale_factor=True),
+    lambda t: t.nn.functional.interpolate(t.arange(6.0).reshape(1, 1, 6), scale_factor=0.5, mode="linear"),
+    lambda t: t.nn.functional.interpolate(t.arange(4, dtype=t.float64).reshape(1, 1, 2, 2), size=(3, 1),
+                                          mode="bilinear", align_corners=True),
+])
+def test_resampling_layers_as_pytorch(call: Any, real_torch: Any) -> None:
+    """The resampling and padding layers' reprs and outputs are PyTorch's."""
+    got, want = call(tt), call(real_torch)
+    assert repr(got).replace("tapegrad.", "") == repr(want)
+
+
 if __name__ == "__main__":  # record NAME.out from real PyTorch
     for arg in sys.argv[1:] or PROGRAMS:
         (HERE / f"{arg}.out").write_text(run_program(arg, on_facade=False))

@@ -322,7 +322,14 @@ OTHER_NODES = frozenset({
     "AsStridedBackward0", "SumToSizeBackward0",  # a view read again after its base changed; broadcasting
     "LinalgInvExBackward0", "LinalgDetBackward0", "LinalgSlogdetBackward0", "LinalgSolveExBackward0",  # linalg.py
     "LinalgCholeskyExBackward0", "LinalgQrBackward0", "LinalgEighBackward0", "LinalgSvdBackward0",
-    "EmbeddingBackward0",  # F.embedding (nn/functional_extra.py)
+    "EmbeddingBackward0", "EmbeddingBagBackward0",  # F.embedding, F.embedding_bag (nn/functional_extra.py)
+    "UpsampleNearest1DBackward0", "UpsampleNearest2DBackward0", "UpsampleNearest3DBackward0",  # F.interpolate
+    "UpsampleNearestExact1DBackward0", "UpsampleNearestExact2DBackward0", "UpsampleNearestExact3DBackward0",
+    "UpsampleLinear1DBackward0", "UpsampleBilinear2DBackward0", "UpsampleTrilinear3DBackward0",
+    "PixelShuffleBackward0", "PixelUnshuffleBackward0",  # F.pixel_shuffle / pixel_unshuffle
+    "ConstantPadNdBackward0", "ReflectionPad1DBackward0", "ReflectionPad2DBackward0",  # F.pad
+    "ReflectionPad3DBackward0", "ReplicationPad1DBackward0", "ReplicationPad2DBackward0",
+    "ReplicationPad3DBackward0",  # (nn/functional_resample.py); circular padding: CopySlices
     "NormalBackward1", "NormalBackward2", "NormalBackward3", "PoissonBackward0",  # torch.normal, poisson (_random.py)
 })
 

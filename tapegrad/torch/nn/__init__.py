@@ -13,7 +13,7 @@ the gradients come from the facade's tape.
 
 from tapegrad.torch._missing import missing_names
 from tapegrad.torch.nn import functional, init, parallel, utils
-from tapegrad.torch.nn.modules import (
+from tapegrad.torch.nn.modules import (  # resampling and padding
     ELU,
     GELU,
     GRU,
@@ -25,6 +25,10 @@ from tapegrad.torch.nn.modules import (
     BatchNorm2d,
     BCELoss,
     BCEWithLogitsLoss,
+    CircularPad1d,
+    CircularPad2d,
+    ConstantPad1d,
+    ConstantPad2d,
     Conv1d,
     Conv2d,
     ConvTranspose1d,
@@ -55,7 +59,13 @@ from tapegrad.torch.nn.modules import (
     NLLLoss,
     ParameterDict,
     ParameterList,
+    PixelShuffle,
+    PixelUnshuffle,
+    ReflectionPad1d,
+    ReflectionPad2d,
     ReLU,
+    ReplicationPad1d,
+    ReplicationPad2d,
     RNNCell,
     Sequential,
     Sigmoid,
@@ -70,6 +80,11 @@ from tapegrad.torch.nn.modules import (
     TransformerEncoder,
     TransformerEncoderLayer,
     Unflatten,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+    ZeroPad1d,
+    ZeroPad2d,
 )
 from tapegrad.torch.nn.parameter import Parameter
 
@@ -83,6 +98,11 @@ __all__ = [
     "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Transformer", "TransformerDecoder", "TransformerDecoderLayer",
     "TransformerEncoder",
     "TransformerEncoderLayer", "Unflatten", "functional", "init", "parallel", "utils",
+]
+
+__all__ += [  # resampling and padding (upsampling.py)
+    "CircularPad1d", "CircularPad2d", "ConstantPad1d", "ConstantPad2d", "PixelShuffle", "PixelUnshuffle", "ReflectionPad1d", "ReflectionPad2d",
+    "ReplicationPad1d", "ReplicationPad2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "ZeroPad1d", "ZeroPad2d",
 ]
 
 __getattr__ = missing_names(__name__, "torch.nn")

@@ -58,7 +58,7 @@ __all__ = [
     "dropout", "elu", "gelu", "hardtanh", "huber_loss", "l1_loss", "layer_norm", "leaky_relu", "linear",
     "log_softmax", "mish", "mse_loss", "nll_loss", "normalize", "one_hot", "relu", "sigmoid", "silu",
     "smooth_l1_loss", "softmax", "softplus", "tanh", "batch_norm", "embedding", "embedding_bag",
-    "scaled_dot_product_attention",
+    "scaled_dot_product_attention", "interpolate", "pad", "pixel_shuffle", "pixel_unshuffle",
 ]
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -600,6 +600,12 @@ from tapegrad.torch.nn.functional_extra import (  # noqa: E402
     embedding,
     embedding_bag,
     scaled_dot_product_attention,
+)
+from tapegrad.torch.nn.functional_resample import (  # noqa: E402
+    interpolate,
+    pad,
+    pixel_shuffle,
+    pixel_unshuffle,
 )
 
 __getattr__ = missing_names(__name__, "torch.nn.functional")

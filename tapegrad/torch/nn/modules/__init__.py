@@ -11,6 +11,7 @@
 - ``dropout``: ``Dropout``
 - ``normalization``: ``LayerNorm``; ``batchnorm``: ``BatchNorm1d``, ``BatchNorm2d``
 - ``sparse``: ``Embedding``, ``EmbeddingBag``
+- ``upsampling``: ``Upsample``, ``PixelShuffle``, ``PixelUnshuffle``, the padding layers (``ZeroPad2d`` ...)
 - ``rnn``: ``RNN``, ``LSTM``, ``GRU`` and their cells
 - ``transformer``: ``TransformerEncoderLayer``, ``TransformerEncoder``, their decoder twins, ``Transformer`` (``activation``
   holds ``MultiheadAttention``, as in PyTorch)
@@ -69,6 +70,23 @@ from tapegrad.torch.nn.modules.transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from tapegrad.torch.nn.modules.upsampling import (
+    CircularPad1d,
+    CircularPad2d,
+    ConstantPad1d,
+    ConstantPad2d,
+    PixelShuffle,
+    PixelUnshuffle,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+    ZeroPad1d,
+    ZeroPad2d,
+)
 
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
@@ -80,4 +98,8 @@ __all__ = [
     "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Transformer", "TransformerDecoder",
     "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
     "Unflatten",
+]
+__all__ += [  # resampling and padding (upsampling.py)
+    "CircularPad1d", "CircularPad2d", "ConstantPad1d", "ConstantPad2d", "PixelShuffle", "PixelUnshuffle", "ReflectionPad1d", "ReflectionPad2d",
+    "ReplicationPad1d", "ReplicationPad2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "ZeroPad1d", "ZeroPad2d",
 ]
