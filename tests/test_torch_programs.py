@@ -266,6 +266,50 @@ def test_resampling_layers_as_pytorch(call: Any, real_torch: Any) -> None:
     assert repr(got).replace("tapegrad.", "") == repr(want)
 
 
+def _hooked_run(t: Any) -> list[Any]:
+    """Full backward hooks (one replacing grad_input, one prepended), a forward
+    hook replacing the output, a module with two tensor inputs (one without
+    grad) and a module whose input needs no grad; what each hook saw."""
+    seen: list[Any] = []
+
+    class Two(t.nn.Module):
+        def forward(self, a: Any, b: Any) -> Any:
+            return a * b + b
+
+    lin = t.nn.Linear(3, 2)
+    with t.no_grad():
+        lin.weight.copy_(t.linspace(-1, 1, 6).reshape(2, 3))
+        lin.bias.fill_(0.5)
+    two = Two()
+
+    def record(tag: str) -> Any:
+        def hook(m: Any, gi: Any, go: Any) -> Any:
+            seen.append((tag, [None if g is None else g.tolist() for g in gi], [g.tolist() for g in go]))
+            return None
+        return hook
+
+    lin.register_full_backward_hook(record("lin"))
+    two.register_full_backward_hook(record("two-a"))
+    two.register_full_backward_hook(lambda m, gi, go: (gi[0] * 10, gi[1]))
+    two.register_full_backward_hook(record("two-first"), prepend=True)
+    two.register_forward_hook(lambda m, args, out: out + 1)
+    x = t.linspace(-1, 1, 6).reshape(2, 3)
+    h = lin(x)
+    y = two(h, t.tensor([2.0, 3.0]))
+    seen.append(("grad_fn", type(y.grad_fn).__name__, type(h.grad_fn).__name__))
+    (y * t.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+    seen.append(("grads", lin.weight.grad.round(decimals=3).tolist(), lin.bias.grad.tolist()))  # (float32 sums)
+    return seen
+
+
+def test_module_hooks_as_pytorch(real_torch: Any) -> None:
+    """Module.register_full_backward_hook / register_forward_hook: the hooks see
+    PyTorch's grad_input and grad_output, in its order, and their replacements
+    reach the parameters' gradients as in PyTorch."""
+    got, want = _hooked_run(tt), _hooked_run(real_torch)
+    assert got == want
+
+
 if __name__ == "__main__":  # record NAME.out from real PyTorch
     for arg in sys.argv[1:] or PROGRAMS:
         (HERE / f"{arg}.out").write_text(run_program(arg, on_facade=False))
