@@ -231,6 +231,12 @@ def test_circular_pad_values_and_gradient_as_pytorch(real_torch: Any) -> None:
     lambda t: t.nn.functional.pad(t.ones(1, 2, 3), (1, 1), mode="wrap"),
     lambda t: t.nn.functional.pad(t.ones(1, 2, 3), (-2, -2)),
     lambda t: t.nn.functional.pad(t.ones(1, 2, 3), (-5, 1)),
+    lambda t: t.nn.functional.affine_grid(t.zeros(2, 2, 3), (3, 1, 2, 2)),
+    lambda t: t.nn.functional.affine_grid(t.zeros(2, 3, 3), (2, 1, 2, 2)),
+    lambda t: t.nn.functional.grid_sample(t.zeros(1, 1, 2, 2), t.zeros(1, 2, 2, 2), mode="area"),
+    lambda t: t.nn.functional.grid_sample(t.zeros(1, 1, 2, 2), t.zeros(1, 2, 2, 2), padding_mode="edge"),
+    lambda t: t.nn.functional.grid_sample(t.zeros(1, 1, 2, 2), t.zeros(2, 2, 2, 2)),
+    lambda t: t.nn.functional.grid_sample(t.zeros(1, 1, 2, 2), t.zeros(1, 2, 2, 3)),
 ])
 def test_resampling_errors_as_pytorch(call: Any, torch_diff: Any) -> None:
     """interpolate's, pixel_(un)shuffle's and pad's argument errors are PyTorch's."""

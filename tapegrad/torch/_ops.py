@@ -330,6 +330,7 @@ OTHER_NODES = frozenset({
     "ConstantPadNdBackward0", "ReflectionPad1DBackward0", "ReflectionPad2DBackward0",  # F.pad
     "ReflectionPad3DBackward0", "ReplicationPad1DBackward0", "ReplicationPad2DBackward0",
     "ReplicationPad3DBackward0",  # (nn/functional_resample.py); circular padding: CopySlices
+    "AffineGridGeneratorBackward0", "GridSampler2DBackward0",  # F.affine_grid, F.grid_sample (same file)
     "NormalBackward1", "NormalBackward2", "NormalBackward3", "PoissonBackward0",  # torch.normal, poisson (_random.py)
 })
 

@@ -58,7 +58,8 @@ __all__ = [
     "dropout", "elu", "gelu", "hardtanh", "huber_loss", "l1_loss", "layer_norm", "leaky_relu", "linear",
     "log_softmax", "mish", "mse_loss", "nll_loss", "normalize", "one_hot", "relu", "sigmoid", "silu",
     "smooth_l1_loss", "softmax", "softplus", "tanh", "batch_norm", "embedding", "embedding_bag",
-    "scaled_dot_product_attention", "interpolate", "pad", "pixel_shuffle", "pixel_unshuffle",
+    "scaled_dot_product_attention", "affine_grid", "grid_sample", "interpolate", "pad", "pixel_shuffle",
+    "pixel_unshuffle",
 ]
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -602,6 +603,8 @@ from tapegrad.torch.nn.functional_extra import (  # noqa: E402
     scaled_dot_product_attention,
 )
 from tapegrad.torch.nn.functional_resample import (  # noqa: E402
+    affine_grid,
+    grid_sample,
     interpolate,
     pad,
     pixel_shuffle,

@@ -1,7 +1,8 @@
 """``torch.nn.functional``'s resampling ops (re-exported by ``functional``):
 ``interpolate`` (modes nearest, nearest-exact, linear, bilinear, trilinear),
-``pixel_shuffle``, ``pixel_unshuffle`` and ``pad`` (constant, reflect,
-replicate, circular).
+``pixel_shuffle``, ``pixel_unshuffle``, ``pad`` (constant, reflect,
+replicate, circular), and the spatial transformer's ``affine_grid`` and
+``grid_sample`` (2-d; bilinear or nearest; zeros or border padding).
 
 Each is composed of differentiable ``take``/``reshape``/``transpose``/``pad``
 steps along the spatial dimensions, recorded as one ``grad_fn`` named as
@@ -28,7 +29,7 @@ import tapegrad.numpy as tnp
 from tapegrad.torch._tensor import Tensor, _result
 from tapegrad.tracer import value as _plain
 
-__all__ = ["interpolate", "pad", "pixel_shuffle", "pixel_unshuffle"]
+__all__ = ["affine_grid", "grid_sample", "interpolate", "pad", "pixel_shuffle", "pixel_unshuffle"]
 
 _LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}
 # grad_fn names by (mode, number of spatial dimensions)
@@ -228,3 +229,107 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
             raise RuntimeError("Padding value causes wrapping around more than once.")
         x = tnp.take(x, _pad_index(n, lo, hi, mode), axis=axis)
     return _result(x, _NODE[mode, k], (input,))
+
+
+def _base_coords(n: int, align_corners: bool, dt: Any) -> np.ndarray:
+    """The normalised ([-1, 1]) coordinates of ``n`` pixel centres (or corners)."""
+    if n <= 1:
+        return np.zeros(n, dt)
+    if align_corners:
+        return np.linspace(-1, 1, n).astype(dt)
+    return ((np.arange(n) * 2 + 1) / n - 1).astype(dt)
+
+
+def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None = None) -> Tensor:
+    """The ``(N, H, W, 2)`` sampling grid of the affine maps ``theta``
+    (``(N, 2, 3)``) for an output of ``size`` ``(N, C, H, W)``: each output
+    pixel's normalised ``(x, y, 1)`` times ``theta`` transposed
+    (``AffineGridGeneratorBackward0``). Returns the grid, for ``grid_sample``."""
+    given = size
+    size = [int(v) for v in size]
+    if len(size) != 4:
+        raise NotImplementedError("affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size {given}.")
+    n, _, h, w = size
+    if theta.dim() != 3 or tuple(theta.shape[1:]) != (2, 3):
+        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {given}. Got "
+                         f"{theta.shape}.")
+    if theta.shape[0] != n:  # PyTorch's batched product of the base grid and theta says it
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{n}, 3] but got: "
+                           f"[{theta.shape[0]}, 3].")
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    dt = np.dtype(_plain(theta._value).dtype)
+    ac = bool(align_corners)
+    xs, ys = _base_coords(w, ac, dt), _base_coords(h, ac, dt)
+    base = np.stack([np.broadcast_to(xs, (h, w)), np.broadcast_to(ys[:, None], (h, w)),
+                     np.ones((h, w), dt)], axis=-1).reshape(1, h * w, 3)
+    grid = tnp.matmul(base, tnp.swapaxes(theta._value, 1, 2))
+    return _result(tnp.reshape(grid, (n, h, w, 2)), "AffineGridGeneratorBackward0", (theta,))
+
+
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",  # noqa: A002
+                align_corners: bool | None = None) -> Tensor:
+    """Sample ``input`` (``(N, C, H, W)``) at the normalised ``(x, y)``
+    locations of ``grid`` (``(N, Ho, Wo, 2)``, -1 and 1 the edges; with
+    ``align_corners`` the corner pixels' centres): ``mode`` "bilinear" or
+    "nearest"; outside, "zeros" or the "border" value. Differentiable in
+    ``input`` and (bilinear) ``grid`` (``GridSampler2DBackward0``). Returns
+    the ``(N, C, Ho, Wo)`` samples."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
+                         f"but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    if mode == "bicubic" or padding_mode == "reflection" or input.dim() == 5:
+        raise NotImplementedError(f"tapegrad.torch: grid_sample(mode={mode!r}, padding_mode={padding_mode!r}) "
+                                  f"on {input.dim()}-d input is not supported (4-d bilinear/nearest with zeros "
+                                  "or border padding is)")
+    if input.dim() != 4 or grid.dim() != 4:
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, "
+                           f"but got input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError("grid_sampler(): expected grid and input to have same batch size, but got input with "
+                           f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if grid.shape[-1] != 2:
+        raise RuntimeError("grid_sampler(): expected grid to have size 2 in last dimension, but got grid with "
+                           f"sizes {list(grid.shape)}")
+    n, c, h, w = input.shape
+    ho, wo = grid.shape[1], grid.shape[2]
+    dt = np.dtype(_plain(input._value).dtype)
+    g = grid._value
+    ac = bool(align_corners)
+
+    def unnormalize(coord: Any, size: int) -> Any:
+        pix = (coord + 1) / 2 * (size - 1) if ac else ((coord + 1) * size - 1) / 2
+        return tnp.clip(pix, 0, size - 1) if padding_mode == "border" else pix
+
+    ix, iy = unnormalize(g[..., 0], w), unnormalize(g[..., 1], h)  # (N, Ho, Wo)
+    flat = tnp.reshape(input._value, (n, c, h * w))
+
+    def gather(xi: np.ndarray, yi: np.ndarray) -> tuple[Any, np.ndarray]:
+        ok = (xi >= 0) & (xi < w) & (yi >= 0) & (yi < h)
+        idx = (np.clip(yi, 0, h - 1) * w + np.clip(xi, 0, w - 1)).reshape(n, 1, ho * wo)
+        vals = tnp.take_along_axis(flat, np.broadcast_to(idx, (n, c, ho * wo)).copy(), axis=2)
+        return tnp.reshape(vals, (n, c, ho, wo)), ok.reshape(n, 1, ho, wo).astype(dt)
+
+    if mode == "nearest":
+        xi = np.rint(_plain(ix)).astype(np.int64)
+        yi = np.rint(_plain(iy)).astype(np.int64)
+        vals, ok = gather(xi, yi)
+        # the result depends on grid with a zero derivative, as PyTorch's (it requires grad with grid)
+        flat_dep = tnp.reshape(ix + iy, (n, 1, ho, wo)) * 0
+        return _result(vals * ok + flat_dep, "GridSampler2DBackward0", (input, grid))
+    x0 = np.floor(_plain(ix)).astype(np.int64)
+    y0 = np.floor(_plain(iy)).astype(np.int64)
+    wx1 = tnp.reshape(ix - x0.astype(dt), (n, 1, ho, wo))
+    wy1 = tnp.reshape(iy - y0.astype(dt), (n, 1, ho, wo))
+    wx0, wy0 = 1 - wx1, 1 - wy1
+    out = None
+    for xi, yi, wgt in ((x0, y0, wx0 * wy0), (x0 + 1, y0, wx1 * wy0), (x0, y0 + 1, wx0 * wy1),
+                        (x0 + 1, y0 + 1, wx1 * wy1)):
+        vals, ok = gather(xi, yi)
+        term = vals * (wgt * ok)
+        out = term if out is None else out + term
+    return _result(out, "GridSampler2DBackward0", (input, grid))
