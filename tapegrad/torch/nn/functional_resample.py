@@ -247,6 +247,8 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     (``AffineGridGeneratorBackward0``). Returns the grid, for ``grid_sample``."""
     given = size
     size = [int(v) for v in size]
+    if len(size) == 5:
+        raise NotImplementedError("tapegrad.torch: affine_grid for 3-d transforms (a 5-d size) is not supported")
     if len(size) != 4:
         raise NotImplementedError("affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
                                   f"respectively. Got size {given}.")
