@@ -316,6 +316,23 @@ def test_module_hooks_as_pytorch(real_torch: Any) -> None:
     assert got == want
 
 
+@pytest.mark.parametrize("opts", [
+    {"sci_mode": True}, {"sci_mode": False}, {"profile": "short"}, {"profile": "full", "precision": 2},
+    {"precision": 1, "sci_mode": True},
+])
+def test_print_options_as_pytorch(opts: dict[str, Any], real_torch: Any) -> None:
+    """set_printoptions: profiles, then options; sci_mode forced either way
+    (integer-valued, mixed-magnitude and all-zero tensors)."""
+    def reprs(t: Any) -> list[str]:
+        t.set_printoptions(**opts)
+        try:
+            return [repr(x) for x in (t.tensor([1.0, 2.0, 3000.0]), t.tensor([1e-5, 1.0, 1e5]),
+                                      t.zeros(3), t.arange(1500.0), t.tensor([[0.5, -1.25]]))]
+        finally:
+            t.set_printoptions(profile="default")
+    assert reprs(tt) == reprs(real_torch)
+
+
 if __name__ == "__main__":  # record NAME.out from real PyTorch
     for arg in sys.argv[1:] or PROGRAMS:
         (HERE / f"{arg}.out").write_text(run_program(arg, on_facade=False))
