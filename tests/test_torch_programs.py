@@ -54,7 +54,7 @@ def run_program(name: str, on_facade: bool) -> str:
             for k in [k for k in sys.modules if k == "torch" or k.startswith("torch.")]:
                 del sys.modules[k]
             sys.modules.update(saved)
-        if "torch" in saved:
+        if saved.get("torch") is not None:
             saved["torch"].set_printoptions(profile="default")
         tt.set_printoptions(profile="default")
     return re.sub(r"0x[0-9a-f]+", "0x?", buf.getvalue())
