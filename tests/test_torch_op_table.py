@@ -97,6 +97,8 @@ def test_row_node_name(row: Op) -> None:
         x = x.clone()
     if row.name in ("bitwise_and", "bitwise_or", "bitwise_xor"):  # (integer operands)
         x, args = torch.tensor([1, 2]), (3,)
+    if row.name == "bincount":  # (non-negative integers)
+        x, args = torch.tensor([1, 2]), ()
     node = _node(getattr(x, row.name)(*args))
     assert node == row.node  # (random in-place ops too: NormalBackward0, with a zero gradient)
     if row.twin is not None:

@@ -196,7 +196,7 @@ def test_grad_fn_name_as_pytorch(row: Row, torch_diff: TorchDiff) -> None:
 # gains a row, or a method that disappears, fails the test below.
 _NOT_DIFFERENTIABLE = {
     # comparisons, predicates, integer and boolean results
-    "all", "any", "allclose", "argmax", "argmin", "argsort", "count_nonzero", "eq", "equal", "ge", "gt",
+    "all", "any", "allclose", "argmax", "argmin", "argsort", "bincount", "count_nonzero", "eq", "equal", "ge", "gt",
     "isclose", "isfinite", "isinf", "isnan", "le", "logical_and", "logical_not", "logical_or", "lt", "ne",
     "nonzero", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "__and__", "__or__", "__xor__", "__rand__", "__ror__", "__rxor__", "__invert__",
     "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__",

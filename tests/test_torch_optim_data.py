@@ -361,7 +361,7 @@ def test_training_loop_with_loader_and_scheduler() -> None:
 
 def test_missing_names_say_tapegrad_does_not_provide_them() -> None:
     for mod, name, full in [(torch.optim, "LBFGS", "torch.optim.LBFGS"),
-                            (torch.optim.lr_scheduler, "OneCycleLR", "torch.optim.lr_scheduler.OneCycleLR"),
+                            (torch.optim.lr_scheduler, "CyclicLR", "torch.optim.lr_scheduler.CyclicLR"),
                             (torch.utils.data, "WeightedRandomSampler", "torch.utils.data.WeightedRandomSampler")]:
         with pytest.raises(AttributeError, match=f"tapegrad.torch does not provide {full}"):
             getattr(mod, name)

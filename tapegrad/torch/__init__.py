@@ -164,15 +164,21 @@ def is_floating_point(x: Tensor) -> builtins.bool:
 
 def set_printoptions(precision: Any = None, threshold: Any = None, edgeitems: Any = None,
                      linewidth: Any = None, profile: Any = None, sci_mode: Any = None) -> None:
-    """Set the repr options (precision, threshold, edgeitems, linewidth)."""
+    """Set the repr options as ``torch.set_printoptions``: a ``profile``
+    ("default", "short": precision 2 and 2 edge items, "full": no summaries)
+    first, then each option given; ``sci_mode`` True or False forces
+    scientific notation on or off, None (also when not given) lets each
+    tensor's magnitudes decide."""
     from tapegrad.torch import _format
 
-    if profile == "default":
-        _format.PRECISION, _format.THRESHOLD, _format.EDGEITEMS, _format.LINEWIDTH = 4, 1000, 3, 80
+    profiles = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80), "full": (4, builtins.float("inf"), 3, 80)}
+    if profile in profiles:  # (PyTorch ignores another profile)
+        _format.PRECISION, _format.THRESHOLD, _format.EDGEITEMS, _format.LINEWIDTH = profiles[profile]
     for name, v in (("PRECISION", precision), ("THRESHOLD", threshold), ("EDGEITEMS", edgeitems),
                     ("LINEWIDTH", linewidth)):
         if v is not None:
             setattr(_format, name, v)
+    _format.SCI_MODE = sci_mode
 
 
 svd = linalg.torch_svd

@@ -4,6 +4,8 @@ Precision 4; scientific notation when the largest / smallest nonzero finite
 magnitude exceed 1000, the largest exceeds 1e8 or the smallest is below 1e-4;
 integer-valued floats print as ``2.``; columns aligned to the widest entry;
 rows wrapped at 80 characters; ``...`` summaries beyond 1000 elements.
+``torch.set_printoptions`` sets these module globals (``SCI_MODE`` forces
+scientific notation on or off).
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from typing import Any
 import numpy as np
 
 PRECISION = 4
-THRESHOLD = 1000
+THRESHOLD: float = 1000  # (inf: never summarise)
 EDGEITEMS = 3
 LINEWIDTH = 80
+SCI_MODE: bool | None = None  # None: chosen per tensor by the magnitudes
 
 
 class _Formatter:
@@ -38,6 +41,8 @@ class _Formatter:
         if np.any(vals != np.ceil(vals)):
             self.int_mode = False
         self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
+        if SCI_MODE is not None:  # (before the widths, as PyTorch 2.x)
+            self.sci_mode = SCI_MODE
         pyvals = vals.astype(np.float64).tolist()
         if self.sci_mode:
             w = max(len(f"{v:.{PRECISION}e}") for v in pyvals)

@@ -234,6 +234,7 @@ TABLE: tuple[Op, ...] = (
     op("all", R.all, None),
     op("any", R.any, None),
     op("count_nonzero", R.count_nonzero, None),
+    op("bincount", R.bincount, None),
     op("cumsum", R.cumsum, "CumsumBackward0"),
     op("cumprod", R.cumprod, "CumprodBackward0", saves="0 out"),
     op("trace", R.trace, "TraceBackward0"),
@@ -321,7 +322,13 @@ OTHER_NODES = frozenset({
     "AsStridedBackward0", "SumToSizeBackward0",  # a view read again after its base changed; broadcasting
     "LinalgInvExBackward0", "LinalgDetBackward0", "LinalgSlogdetBackward0", "LinalgSolveExBackward0",  # linalg.py
     "LinalgCholeskyExBackward0", "LinalgQrBackward0", "LinalgEighBackward0", "LinalgSvdBackward0",
-    "EmbeddingBackward0",  # F.embedding (nn/functional_extra.py)
+    "EmbeddingBackward0",  # F.embedding (nn/functional_extra.py; F.embedding_bag's node: SAVES)
+    "UpsampleNearest1DBackward0", "UpsampleNearest2DBackward0", "UpsampleNearest3DBackward0",  # F.interpolate
+    "UpsampleNearestExact1DBackward0", "UpsampleNearestExact2DBackward0", "UpsampleNearestExact3DBackward0",
+    "UpsampleLinear1DBackward0", "UpsampleBilinear2DBackward0", "UpsampleTrilinear3DBackward0",
+    "PixelShuffleBackward0", "PixelUnshuffleBackward0",  # F.pixel_shuffle / pixel_unshuffle
+    "ConstantPadNdBackward0",  # F.pad (reflect, replicate: SAVES; circular: CopySlices)
+    "AffineGridGeneratorBackward0",  # F.affine_grid (F.grid_sample's node: SAVES) (nn/functional_resample.py)
     "NormalBackward1", "NormalBackward2", "NormalBackward3", "PoissonBackward0",  # torch.normal, poisson (_random.py)
 })
 
@@ -336,6 +343,9 @@ SAVES: dict[str, str] = {
     "SmoothL1LossBackward0": "0 1", "SoftplusBackward0": "0",
     "ConvolutionBackward0": "0 1", "MaxPool2DWithIndicesBackward0": "0", "AvgPool2DBackward0": "0",
     "AdaptiveAvgPool2DBackward0": "0",  # (nn.functional_conv)
+    "EmbeddingBagBackward0": "0<1 1", "GridSampler2DBackward0": "0 1",  # (nn.functional_extra, _resample)
+    "ReflectionPad1DBackward0": "0", "ReflectionPad2DBackward0": "0", "ReflectionPad3DBackward0": "0",
+    "ReplicationPad1DBackward0": "0", "ReplicationPad2DBackward0": "0", "ReplicationPad3DBackward0": "0",
 }
 
 # Methods the op modules hold that are no row: operators, helpers (installed as they are).

@@ -230,6 +230,27 @@ class ReductionOps(_Base):
     def count_nonzero(self, dim: Any = None) -> Tensor:
         return _new(np.asarray(np.count_nonzero(value(self._value), axis=dim), np.int64))
 
+    def bincount(self, weights: Any = None, minlength: builtins.int = 0) -> Tensor:
+        """How often each value 0..max occurs in this 1-d tensor of
+        non-negative integers (at least ``minlength`` bins); with ``weights``
+        (1-d, one per element) the sum of the weights per bin, in their dtype
+        (float64 for integer weights). Not differentiable (PyTorch defines no
+        derivative either)."""
+        v = value(self._value)
+        if v.ndim != 1 or v.dtype.kind not in "iub" or (v.size and v.min() < 0):
+            if v.dtype.kind == "f" and v.ndim == 1:
+                raise NotImplementedError(f'"bincount_cpu" not implemented for {SCALAR_TYPE.get(v.dtype.name, v.dtype.name)!r}')
+            raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+        if minlength < 0:
+            raise RuntimeError("minlength should be >= 0")
+        if weights is None:
+            return _new(np.bincount(v, minlength=minlength).astype(np.int64))
+        w = value(weights._value) if isinstance(weights, Tensor) else np.asarray(weights)
+        if w.ndim != 1 or w.shape[0] != v.shape[0]:
+            raise RuntimeError("weights should be 1-d and have the same length as input")
+        out_dtype = w.dtype if w.dtype.kind == "f" else np.dtype(np.float64)
+        return _new(np.bincount(v, weights=w, minlength=minlength).astype(out_dtype))
+
     def cumsum(self, dim: builtins.int, dtype: Any = None) -> Tensor:
         return _result(tnp.cumsum(self._value, axis=dim), "CumsumBackward0", (self,))
 

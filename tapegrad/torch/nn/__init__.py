@@ -13,7 +13,7 @@ the gradients come from the facade's tape.
 
 from tapegrad.torch._missing import missing_names
 from tapegrad.torch.nn import functional, init, parallel, utils
-from tapegrad.torch.nn.modules import (
+from tapegrad.torch.nn.modules import (  # resampling and padding
     ELU,
     GELU,
     GRU,
@@ -25,6 +25,10 @@ from tapegrad.torch.nn.modules import (
     BatchNorm2d,
     BCELoss,
     BCEWithLogitsLoss,
+    CircularPad1d,
+    CircularPad2d,
+    ConstantPad1d,
+    ConstantPad2d,
     Conv1d,
     Conv2d,
     ConvTranspose1d,
@@ -32,6 +36,7 @@ from tapegrad.torch.nn.modules import (
     CrossEntropyLoss,
     Dropout,
     Embedding,
+    EmbeddingBag,
     Flatten,
     GRUCell,
     Hardtanh,
@@ -54,7 +59,13 @@ from tapegrad.torch.nn.modules import (
     NLLLoss,
     ParameterDict,
     ParameterList,
+    PixelShuffle,
+    PixelUnshuffle,
+    ReflectionPad1d,
+    ReflectionPad2d,
     ReLU,
+    ReplicationPad1d,
+    ReplicationPad2d,
     RNNCell,
     Sequential,
     Sigmoid,
@@ -69,19 +80,29 @@ from tapegrad.torch.nn.modules import (
     TransformerEncoder,
     TransformerEncoderLayer,
     Unflatten,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+    ZeroPad1d,
+    ZeroPad2d,
 )
 from tapegrad.torch.nn.parameter import Parameter
 
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
     "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "ELU",
-    "Embedding", "Flatten", "GELU", "GRU", "GRUCell", "Hardtanh", "HuberLoss", "Identity", "L1Loss",
+    "Embedding", "EmbeddingBag", "Flatten", "GELU", "GRU", "GRUCell", "Hardtanh", "HuberLoss", "Identity", "L1Loss",
     "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d",
     "MaxPool2d", "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss",
     "Parameter", "ParameterDict", "ParameterList", "RNN", "RNNCell", "ReLU", "Sequential", "SiLU",
     "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Transformer", "TransformerDecoder", "TransformerDecoderLayer",
     "TransformerEncoder",
     "TransformerEncoderLayer", "Unflatten", "functional", "init", "parallel", "utils",
+]
+
+__all__ += [  # resampling and padding (upsampling.py)
+    "CircularPad1d", "CircularPad2d", "ConstantPad1d", "ConstantPad2d", "PixelShuffle", "PixelUnshuffle", "ReflectionPad1d", "ReflectionPad2d",
+    "ReplicationPad1d", "ReplicationPad2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "ZeroPad1d", "ZeroPad2d",
 ]
 
 __getattr__ = missing_names(__name__, "torch.nn")

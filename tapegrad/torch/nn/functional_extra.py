@@ -23,7 +23,7 @@ from tapegrad.torch._tensor import Tensor, _new, _result
 from tapegrad.torch.grad_mode import no_grad
 from tapegrad.tracer import value
 
-__all__ = ["batch_norm", "embedding", "scaled_dot_product_attention"]
+__all__ = ["batch_norm", "embedding", "embedding_bag", "scaled_dot_product_attention"]
 
 _value_of = value  # (``value`` is also an argument name of the attention functions)
 
@@ -125,6 +125,88 @@ def _renorm_rows(weight: Tensor, idx: Any, max_norm: float, norm_type: float) ->
             if nrm > max_norm:
                 w[r] = w[r] * (max_norm / (nrm + 1e-7))
 
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,  # noqa: A002
+                  max_norm: float | None = None, norm_type: float = 2, scale_grad_by_freq: bool = False,
+                  mode: str = "mean", sparse: bool = False, per_sample_weights: Tensor | None = None,
+                  include_last_offset: bool = False, padding_idx: int | None = None) -> Tensor:
+    """Per bag, the sum, mean or max (``mode``) of the rows of ``weight`` at
+    the bag's indices (``EmbeddingBagBackward0``). Bags: the rows of a 2-d
+    ``input``, or the runs of a 1-d ``input`` starting at ``offsets``
+    (``include_last_offset``: the last offset ends the last bag). Indices equal
+    to ``padding_idx`` are left out; an empty bag gives zeros;
+    ``per_sample_weights`` (mode "sum" only) scale each looked-up row.
+    Returns a ``(bags, embedding_dim)`` tensor."""
+    idx = np.asarray(value(input._value))
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {input.type()} instead (while checking arguments for embedding_bag)")
+    if idx.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}")
+        starts = np.arange(0, idx.size, max(idx.shape[1], 1))[: idx.shape[0]]
+        include_last_offset = False
+    elif idx.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        starts = np.asarray(value(offsets._value)).astype(np.int64)
+        if starts.size and starts[0] != 0:
+            raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+                               f"from position 0. However, got {starts[0]}\n[ {offsets.type()}{{}} ]")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {idx.ndim}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                      f"supported for mode='sum' (got mode='{mode}'). Please open a feature "
+                                      "request on GitHub.")
+        if tuple(per_sample_weights.shape) != tuple(input.shape):
+            raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, "
+                             f"then it must have the same shape as the input ({input.shape})")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("tapegrad.torch: embedding_bag(scale_grad_by_freq=True or sparse=True) "
+                                  "is not supported")
+    n = weight.shape[0]
+    flat = idx.reshape(-1)
+    bad = np.flatnonzero((flat < 0) | (flat >= n))
+    if bad.size:
+        raise RuntimeError(f"Index {bad[0]} of input takes value {flat[bad[0]]} which is not in the valid "
+                           f"range [0, {n})")
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += n
+    if max_norm is not None:
+        _renorm_rows(weight, flat, max_norm, norm_type)
+    ends = np.append(starts[1:], flat.size)
+    if include_last_offset:
+        starts, ends = starts[:-1], ends[:-1]
+    keep = flat != padding_idx if padding_idx is not None else np.ones(flat.shape, bool)
+    rows = tnp.take(weight._value, flat, axis=0)
+    parents: tuple[Tensor | None, ...] = (weight, None)  # PyTorch's edges: weight, per_sample_weights
+    if per_sample_weights is not None:
+        rows = rows * tnp.reshape(per_sample_weights._value, (-1, 1))
+        parents = (weight, per_sample_weights)
+    dt = value(rows).dtype
+    if mode == "max":
+        zero = np.zeros(weight.shape[1], dt)
+        bags = []
+        for a, b in zip(starts.tolist(), ends.tolist()):
+            members = np.arange(a, b)[keep[a:b]]
+            bags.append(tnp.amax(tnp.take(rows, members, axis=0), axis=0) if members.size else zero)
+        out = tnp.stack(bags) if bags else np.zeros((0, weight.shape[1]), dt)
+    else:
+        pos = np.arange(flat.size)
+        member = (pos >= starts[:, None]) & (pos < ends[:, None]) & keep
+        seg = member.astype(dt)
+        if mode == "mean":
+            seg = seg / np.maximum(member.sum(axis=1, keepdims=True), 1).astype(dt)
+        out = tnp.matmul(seg, rows)
+    return _result(out, "EmbeddingBagBackward0", parents)
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
                                  dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,

@@ -1,10 +1,11 @@
-"""``tapegrad.torch.utils``: ``torch.utils.data`` (datasets, samplers, ``DataLoader``)."""
+"""``tapegrad.torch.utils``: ``torch.utils.data`` (datasets, samplers, ``DataLoader``) ``torch.utils.checkpoint``
+and ``torch.utils.hooks``."""
 
 
 from tapegrad.torch._missing import missing_names
-from tapegrad.torch.utils import data
+from tapegrad.torch.utils import checkpoint, data, hooks
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data", "hooks"]
 
 
 __getattr__ = missing_names(__name__, "torch.utils")

@@ -10,7 +10,8 @@
 - ``activation``: ``ReLU``, ``GELU``, ``Softmax`` ... (elementwise and softmax)
 - ``dropout``: ``Dropout``
 - ``normalization``: ``LayerNorm``; ``batchnorm``: ``BatchNorm1d``, ``BatchNorm2d``
-- ``sparse``: ``Embedding``
+- ``sparse``: ``Embedding``, ``EmbeddingBag``
+- ``upsampling``: ``Upsample``, ``PixelShuffle``, ``PixelUnshuffle``, the padding layers (``ZeroPad2d`` ...)
 - ``rnn``: ``RNN``, ``LSTM``, ``GRU`` and their cells
 - ``transformer``: ``TransformerEncoderLayer``, ``TransformerEncoder``, their decoder twins, ``Transformer`` (``activation``
   holds ``MultiheadAttention``, as in PyTorch)
@@ -61,7 +62,7 @@ from tapegrad.torch.nn.modules.module import Module
 from tapegrad.torch.nn.modules.normalization import LayerNorm
 from tapegrad.torch.nn.modules.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d
 from tapegrad.torch.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
-from tapegrad.torch.nn.modules.sparse import Embedding
+from tapegrad.torch.nn.modules.sparse import Embedding, EmbeddingBag
 from tapegrad.torch.nn.modules.transformer import (
     Transformer,
     TransformerDecoder,
@@ -69,15 +70,36 @@ from tapegrad.torch.nn.modules.transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from tapegrad.torch.nn.modules.upsampling import (
+    CircularPad1d,
+    CircularPad2d,
+    ConstantPad1d,
+    ConstantPad2d,
+    PixelShuffle,
+    PixelUnshuffle,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+    ZeroPad1d,
+    ZeroPad2d,
+)
 
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
     "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "ELU",
-    "Embedding", "Flatten", "GELU", "GRU", "GRUCell", "Hardtanh", "HuberLoss", "Identity", "L1Loss",
+    "Embedding", "EmbeddingBag", "Flatten", "GELU", "GRU", "GRUCell", "Hardtanh", "HuberLoss", "Identity", "L1Loss",
     "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d",
     "MaxPool2d", "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss",
     "ParameterDict", "ParameterList", "RNN", "RNNCell", "ReLU", "Sequential", "SiLU", "Sigmoid",
     "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Transformer", "TransformerDecoder",
     "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
     "Unflatten",
+]
+__all__ += [  # resampling and padding (upsampling.py)
+    "CircularPad1d", "CircularPad2d", "ConstantPad1d", "ConstantPad2d", "PixelShuffle", "PixelUnshuffle", "ReflectionPad1d", "ReflectionPad2d",
+    "ReplicationPad1d", "ReplicationPad2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "ZeroPad1d", "ZeroPad2d",
 ]

@@ -17,6 +17,7 @@ import numpy as np
 
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._tensor import Tensor, _new
+from tapegrad.torch.grad_mode import is_grad_enabled as _grad_enabled
 from tapegrad.torch.grad_mode import no_grad
 from tapegrad.torch.nn.parameter import Parameter
 
@@ -109,7 +110,70 @@ class Module:
         meta = self.__dict__.get("_meta_placeholders")
         if meta is not None:
             _check_not_meta(self, meta)
-        return self.forward(*args, **kwargs)
+        if "_forward_hooks" not in self.__dict__:
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    # --- hooks ------------------------------------------------------------------------------
+    def _hook_dicts(self) -> tuple[dict[int, Any], dict[int, Any], dict[int, Any]]:
+        """The forward-pre, forward and full backward hooks, by handle id (made on first use)."""
+        d = self.__dict__
+        if "_forward_hooks" not in d:
+            for name in ("_forward_pre_hooks", "_backward_hooks", "_forward_hooks"):
+                object.__setattr__(self, name, OrderedDict())
+        return d["_forward_pre_hooks"], d["_forward_hooks"], d["_backward_hooks"]
+
+    def _call_with_hooks(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        pre, post, backward = self._hook_dicts()
+        for hook in list(pre.values()):
+            res = hook(self, args)
+            if res is not None:
+                args = res if isinstance(res, tuple) else (res,)
+        bw = None
+        if backward and _grad_enabled():
+            from tapegrad.torch.utils.hooks import BackwardHook
+            bw = BackwardHook(self, list(backward.values()))
+            args = bw.setup_input_hook(args)
+        result = self.forward(*args, **kwargs)
+        for hook in list(post.values()):
+            res = hook(self, args, result)
+            if res is not None:
+                result = res
+        if bw is not None:
+            result = bw.setup_output_hook(result)
+        return result
+
+    def register_forward_pre_hook(self, hook: Callable[..., Any]) -> Any:
+        """Call ``hook(module, args)`` before each ``forward``; a returned value
+        (a tuple, or one value) replaces the positional arguments. Returns a
+        ``RemovableHandle``."""
+        from tapegrad.torch.utils.hooks import RemovableHandle
+        store = self._hook_dicts()[0]
+        handle = RemovableHandle(store)
+        store[handle.id] = hook
+        return handle
+
+    def register_forward_hook(self, hook: Callable[..., Any]) -> Any:
+        """Call ``hook(module, args, output)`` after each ``forward``; a returned
+        value replaces the output. Returns a ``RemovableHandle``."""
+        from tapegrad.torch.utils.hooks import RemovableHandle
+        store = self._hook_dicts()[1]
+        handle = RemovableHandle(store)
+        store[handle.id] = hook
+        return handle
+
+    def register_full_backward_hook(self, hook: Callable[..., Any], prepend: bool = False) -> Any:
+        """Call ``hook(module, grad_input, grad_output)`` once the gradients with
+        respect to the module's tensor inputs are computed (``grad_input`` entries
+        are None for inputs that do not require grad); a returned tuple replaces
+        ``grad_input``. Returns a ``RemovableHandle``."""
+        from tapegrad.torch.utils.hooks import RemovableHandle
+        store = self._hook_dicts()[2]
+        handle = RemovableHandle(store)
+        store[handle.id] = hook
+        if prepend:
+            store.move_to_end(handle.id, last=False)  # type: ignore[attr-defined]
+        return handle
 
     # --- registration ------------------------------------------------------------------------
     def register_parameter(self, name: str, param: Parameter | None) -> None:

@@ -1,0 +1,37 @@
+"""How tensors print: summarised large tensors, scientific notation, mixed
+magnitudes, integer widths, complex-free dtypes, requires_grad/grad_fn
+suffixes, and torch.set_printoptions (precision, threshold, edgeitems,
+linewidth, sci_mode)."""
+import torch
+
+print(torch.arange(2000))
+print(torch.arange(1200.0).reshape(30, 40))
+print(torch.arange(24).reshape(2, 3, 4))
+print(torch.tensor([1e-5, 1.0, 1e5]), torch.tensor([1e10, 1.0]))
+print(torch.tensor([0.1, 0.25, 100.0]), torch.tensor([-0.0, 1.5]))
+print(torch.tensor([float("inf"), float("-inf"), float("nan"), 1.0]))
+print(torch.tensor([123456789, -5]), torch.tensor([[1.0]], requires_grad=True))
+print(torch.tensor([2.0], dtype=torch.float64, requires_grad=True) * 3)
+print(torch.tensor([1, 2], dtype=torch.int32), torch.tensor([1, 2], dtype=torch.int16))
+print(torch.tensor([3], dtype=torch.uint8), torch.tensor([1.5], dtype=torch.float16))
+print(torch.zeros(0, 3), torch.zeros(2, 0), torch.ones(1, 1, 1))
+print(torch.tensor(1e-9), torch.tensor(-7), torch.tensor(True))
+print(repr(torch.linspace(0, 1, 3)), str(torch.linspace(0, 1, 3)))
+print(torch.tensor([1.0, 2.0]).tolist(), torch.tensor(2.5).item())
+print(f"{torch.tensor(2.5):.2f}", f"{torch.tensor(3.0).item():.3e}")
+torch.set_printoptions(precision=6)
+print(torch.tensor([1 / 3, 2 / 3]))
+torch.set_printoptions(sci_mode=True)
+print(torch.tensor([1.0, 2.5]))
+torch.set_printoptions(sci_mode=False, precision=3)
+print(torch.tensor([1e-5, 1.0, 1e5]))
+torch.set_printoptions(threshold=5, edgeitems=2)
+print(torch.arange(10), torch.arange(36).reshape(6, 6))
+torch.set_printoptions(linewidth=30)
+print(torch.arange(20.0))
+torch.set_printoptions(profile="full")
+print(torch.arange(30).reshape(3, 10))
+torch.set_printoptions(profile="short")
+print(torch.tensor([1 / 3, 2 / 3]), torch.arange(1001))
+torch.set_printoptions(profile="default")
+print(torch.tensor([1 / 3]), torch.Size([2, 3]), torch.float32, torch.device("cpu"))
