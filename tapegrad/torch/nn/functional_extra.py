@@ -18,10 +18,11 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad.backend import array_module
 from tapegrad.numpy import primitives as tp
+from tapegrad.torch import _norm
 from tapegrad.torch._creation import _rng
 from tapegrad.torch._tensor import Tensor, _new, _result
 from tapegrad.torch.grad_mode import no_grad
-from tapegrad.tracer import value
+from tapegrad.tracer import Traced, value
 
 __all__ = ["batch_norm", "embedding", "scaled_dot_product_attention"]
 
@@ -48,31 +49,30 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         _verify_batch_size(tuple(input.shape))
     if input.ndim < 2:
         raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
-    c = input.shape[1]
-    bshape = (1, c) + (1,) * (input.ndim - 2)
-    axes = (0,) + tuple(range(2, input.ndim))
     x = input._value
+    xv = value(x)
     if training or running_mean is None or running_var is None:
-        mean = tp.mean(x, axes, True)
-        d = x - mean
-        var = tp.mean(d * d, axes, True)
-        out = d * tnp.reciprocal(tnp.sqrt(var + eps))
+        mean = var = None
+        if type(xv) is not Traced:  # (a vmap's or a jit's value: the primitive computes them)
+            mean, var = _norm.moments(xv)
         if training and running_mean is not None and running_var is not None:
-            n = input.numel() // c
-            bm = value(mean).reshape(c)
-            bv = value(var).reshape(c) * (n / max(n - 1, 1))
+            if mean is None:
+                raise RuntimeError("tapegrad.torch: batch_norm cannot update the running statistics of a "
+                                   "batched or compiled input (under vmap or jit); pass training=False or "
+                                   "running_mean=running_var=None")
+            n = input.numel() // input.shape[1]
             with no_grad():
-                running_mean.mul_(1 - momentum).add_(_like(bm * momentum, running_mean))
-                running_var.mul_(1 - momentum).add_(_like(bv * momentum, running_var))
+                running_mean.mul_(1 - momentum).add_(_like(mean * momentum, running_mean))
+                running_var.mul_(1 - momentum).add_(_like(var * (momentum * n / max(n - 1, 1)), running_var))
+        out = _norm.batch_norm(x, _value_or_none(weight), _value_or_none(bias), mean, var, eps=eps, training=True)
     else:
-        rm = tnp.reshape(value(running_mean._value), bshape)
-        rv = tnp.reshape(value(running_var._value), bshape)
-        out = (x - rm) * tnp.reciprocal(tnp.sqrt(rv + eps))
-    if weight is not None:
-        out = out * tnp.reshape(weight._value, bshape)
-    if bias is not None:
-        out = out + tnp.reshape(bias._value, bshape)
+        out = _norm.batch_norm(x, _value_or_none(weight), _value_or_none(bias), value(running_mean._value),
+                               value(running_var._value), eps=eps, training=False)
     return _result(out, "NativeBatchNormBackward0", (input, weight, bias))
+
+
+def _value_or_none(t: Tensor | None) -> Any:
+    return None if t is None else t._value
 
 
 def _like(a: Any, t: Tensor) -> Tensor:

@@ -1,0 +1,132 @@
+"""tapegrad.torch's fused normalisation and recurrent primitives: the batch-norm
+primitive (``tapegrad.torch._norm``), GroupNorm / InstanceNorm / LayerNorm, the
+fused GRU step; derivatives to second order by ``check_grads`` and against
+PyTorch (float64) when it is importable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.torch as torch
+import tapegrad.torch.nn.functional as F
+from tapegrad.testing import check_grads
+from tapegrad.torch._norm import batch_norm, moments
+
+# --- the batch-norm primitive -------------------------------------------------------------------
+
+SHAPES = [(5, 3), (4, 3, 6), (3, 3, 2, 4)]
+
+
+def _written_out(x: np.ndarray, w: Any, b: Any, mean: Any, var: Any, eps: float) -> np.ndarray:
+    """Batch norm by the textbook formula (NumPy, float64)."""
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    axes = (0,) + tuple(range(2, x.ndim))
+    if mean is None:
+        mean, var = x.mean(axes), x.var(axes)
+    y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps)
+    if w is not None:
+        y = y * w.reshape(shape)
+    if b is not None:
+        y = y + b.reshape(shape)
+    return y
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_primitive_value_and_second_order(shape: tuple[int, ...], training: bool, affine: bool) -> None:
+    rng = np.random.default_rng(len(shape))
+    x = rng.normal(size=shape) * 2 + 1
+    c = shape[1]
+    w, b = rng.normal(size=c), rng.normal(size=c)
+    rm, rv = rng.normal(size=c), rng.random(c) + 0.5
+    mean, var = (None, None) if training else (rm, rv)
+    want = _written_out(x, w if affine else None, b if affine else None, mean, var, 1e-5)
+    got = batch_norm(x, w if affine else None, b if affine else None, mean, var, eps=1e-5, training=training)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    if training:  # the moments handed in by the caller give the same result
+        m, v = moments(x)
+        np.testing.assert_allclose(batch_norm(x, w, b, m, v, eps=1e-5, training=True),
+                                   _written_out(x, w, b, None, None, 1e-5), rtol=1e-12, atol=1e-12)
+    if affine:
+        check_grads(lambda x, w, b: batch_norm(x, w, b, mean, var, eps=1e-5, training=training), (x, w, b),
+                    order=2)
+    else:
+        check_grads(lambda x: batch_norm(x, None, None, mean, var, eps=1e-5, training=training), (x,), order=2)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_primitive_under_vmap(training: bool) -> None:
+    rng = np.random.default_rng(3)
+    xs = rng.normal(size=(2, 4, 3, 5))
+    w, b = rng.normal(size=(2, 3)), rng.normal(size=3)
+    rm, rv = rng.normal(size=3), rng.random(3) + 0.5
+    mean, var = (None, None) if training else (rm, rv)
+
+    def f(x: Any, w: Any) -> Any:
+        return batch_norm(x, w, b, mean, var, eps=1e-3, training=training)
+
+    got = tg.vmap(f)(xs, w)
+    want = np.stack([_written_out(xs[i], w[i], b, mean, var, 1e-3) for i in range(2)])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    jac = tg.jacrev(lambda x: f(x, w[0]))(xs[0])  # reverse mode pushes a batch of cotangents through the rules
+    eps = 1e-6
+    e = np.zeros_like(xs[0])
+    e[1, 2, 3] = eps
+    fd = (f(xs[0] + e, w[0]) - f(xs[0] - e, w[0])) / (2 * eps)
+    np.testing.assert_allclose(jac[..., 1, 2, 3], fd, rtol=1e-6, atol=1e-8)
+
+
+def test_batch_norm_facade_node_and_running_stats() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(8, 3, 2, 2, dtype=torch.float64, requires_grad=True)
+    rm, rv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    y = F.batch_norm(x, rm, rv, training=True, momentum=0.25)
+    assert y.grad_fn.name() == "NativeBatchNormBackward0"
+    xv = x.detach().numpy()
+    np.testing.assert_allclose(rm.numpy(), 0.25 * xv.mean((0, 2, 3)), rtol=1e-12)
+    np.testing.assert_allclose(rv.numpy(), 0.75 + 0.25 * xv.var((0, 2, 3), ddof=1), rtol=1e-12)
+    with pytest.raises(ValueError, match="Expected more than 1 value per channel when training"):
+        F.batch_norm(torch.randn(1, 3), None, None, training=True)
+    xt = torch.randn(3, 8, 2, dtype=torch.float64).transpose(0, 1)  # not contiguous
+    np.testing.assert_allclose(F.batch_norm(xt, None, None, training=True).numpy(),
+                               _written_out(xt.numpy(), None, None, None, None, 1e-5), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["1d", "2d"])
+def test_batch_norm_double_backward_matches_pytorch(kind: str, real_torch: Any) -> None:
+    real = real_torch
+    shape = (6, 3) if kind == "1d" else (4, 3, 3, 2)
+    rng = np.random.default_rng(5)
+    xv, gv = rng.normal(size=shape), rng.normal(size=shape)
+    wv, bv = rng.normal(size=3), rng.normal(size=3)
+    grads = []
+    for lib in (torch, real):
+        x = lib.tensor(xv, requires_grad=True)
+        w, b = lib.tensor(wv, requires_grad=True), lib.tensor(bv, requires_grad=True)
+        y = lib.nn.functional.batch_norm(x, None, None, w, b, training=True)
+        gx, gw = lib.autograd.grad((y * lib.tensor(gv)).sum(), (x, w), create_graph=True)
+        ((gx ** 2).sum() + (gw * gw).sum()).backward()
+        grads.append([np.asarray(t.detach().numpy()) for t in (gx, gw, x.grad, w.grad)])
+    for mine, theirs in zip(*grads):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-9, atol=1e-10)
+
+
+def test_batch_norm_float32_matches_pytorch(real_torch: Any) -> None:
+    real = real_torch
+    rng = np.random.default_rng(7)
+    xv = (rng.normal(size=(64, 16, 8, 8)) * 3 + 2).astype(np.float32)
+    outs = []
+    for lib in (torch, real):
+        bn = lib.nn.BatchNorm2d(16)
+        x = lib.tensor(xv, requires_grad=True)
+        y = bn(x)
+        y.pow(2).sum().backward()
+        outs.append([np.asarray(t.detach().numpy()) for t in (y, x.grad, bn.weight.grad, bn.running_var)])
+    for mine, theirs in zip(*outs):
+        assert mine.dtype == np.float32
+        np.testing.assert_allclose(mine, theirs, rtol=2e-4, atol=2e-4)
