@@ -14,6 +14,7 @@ import tapegrad as tg
 import tapegrad.torch as torch
 import tapegrad.torch.nn.functional as F
 from tapegrad.testing import check_grads
+from tapegrad.torch import nn
 from tapegrad.torch._norm import batch_norm, moments
 
 # --- the batch-norm primitive -------------------------------------------------------------------
@@ -130,3 +131,94 @@ def test_batch_norm_float32_matches_pytorch(real_torch: Any) -> None:
     for mine, theirs in zip(*outs):
         assert mine.dtype == np.float32
         np.testing.assert_allclose(mine, theirs, rtol=2e-4, atol=2e-4)
+
+
+# --- GroupNorm, InstanceNorm, LayerNorm ------------------------------------------------------------
+
+NORM_CASES = [
+    ("GroupNorm", (2, 6), {}, (3, 6, 4)),
+    ("GroupNorm", (3, 6), {"affine": False}, (2, 6, 2, 3)),
+    ("GroupNorm", (1, 4), {"bias": False}, (3, 4)),
+    ("GroupNorm", (4, 4), {"eps": 1e-3}, (2, 4, 5)),
+    ("InstanceNorm1d", (3,), {}, (2, 3, 5)),
+    ("InstanceNorm1d", (3,), {"affine": True}, (3, 5)),
+    ("InstanceNorm1d", (3,), {"affine": True, "track_running_stats": True, "momentum": 0.3}, (4, 3, 5)),
+    ("InstanceNorm2d", (2,), {"affine": True, "bias": False}, (3, 2, 3, 4)),
+    ("InstanceNorm2d", (2,), {"track_running_stats": True, "momentum": None}, (3, 2, 3, 4)),
+    ("LayerNorm", ((3, 4),), {}, (2, 3, 4)),
+    ("LayerNorm", (4,), {"elementwise_affine": False}, (5, 4)),
+    ("LayerNorm", (4,), {"bias": False}, (2, 3, 4)),
+]
+
+
+@pytest.mark.parametrize("name, args, kwargs, shape", NORM_CASES)
+def test_norm_layers_match_pytorch(name: str, args: tuple, kwargs: dict, shape: tuple[int, ...],
+                                   real_torch: Any) -> None:
+    real = real_torch
+    mine = getattr(nn, name)(*args, **kwargs).double()
+    theirs = getattr(real.nn, name)(*args, **kwargs).double()
+    assert repr(mine) == repr(theirs)
+    assert list(mine.state_dict()) == list(theirs.state_dict())
+    rng = np.random.default_rng(len(shape))
+    with torch.no_grad():
+        for p in mine.parameters():
+            p.copy_(torch.tensor(rng.uniform(0.5, 1.5, size=tuple(p.shape))))
+    theirs.load_state_dict({k: real.from_numpy(np.array(v.detach().numpy())) for k, v in mine.state_dict().items()})
+    for _ in range(2):
+        xv = rng.normal(size=shape) * 2 + 1
+        gv = rng.normal(size=shape)
+        x, xt = torch.tensor(xv, requires_grad=True), real.tensor(xv, requires_grad=True)
+        y, yt = mine(x), theirs(xt)
+        assert type(y.grad_fn).__name__ == type(yt.grad_fn).__name__
+        np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-10, atol=1e-10)
+        (y * torch.tensor(gv)).sum().backward()
+        (yt * real.tensor(gv)).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-10)
+        for (k, p), pt in zip(mine.named_parameters(), theirs.parameters()):
+            np.testing.assert_allclose(p.grad.numpy(), pt.grad.numpy(), rtol=1e-10, atol=1e-10, err_msg=k)
+    for k, v in theirs.state_dict().items():
+        np.testing.assert_allclose(np.asarray(mine.state_dict()[k].detach().numpy()), v.numpy(), rtol=1e-10, atol=1e-12,
+                                   err_msg=k)
+    mine.eval()
+    theirs.eval()
+    xv = rng.normal(size=shape)
+    np.testing.assert_allclose(mine(torch.tensor(xv)).detach().numpy(), theirs(real.tensor(xv)).detach().numpy(),
+                               rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("which", ["group", "instance", "instance_eval"])
+def test_group_and_instance_norm_double_backward_match_pytorch(which: str, real_torch: Any) -> None:
+    real = real_torch
+    rng = np.random.default_rng(11)
+    xv, gv = rng.normal(size=(2, 4, 3)), rng.normal(size=(2, 4, 3))
+    wv, bv = rng.normal(size=4), rng.normal(size=4)
+    rm, rv = rng.normal(size=4), rng.random(4) + 0.5
+    grads = []
+    for lib in (torch, real):
+        x = lib.tensor(xv, requires_grad=True)
+        w, b = lib.tensor(wv, requires_grad=True), lib.tensor(bv, requires_grad=True)
+        if which == "group":
+            y = lib.nn.functional.group_norm(x, 2, w, b)
+        else:
+            y = lib.nn.functional.instance_norm(x, lib.tensor(rm), lib.tensor(rv), w, b,
+                                                use_input_stats=which == "instance")
+        gx, gw = lib.autograd.grad((y * lib.tensor(gv)).sum(), (x, w), create_graph=True)
+        ((gx ** 3).sum() + (gw * gw).sum() + (gx * x).sum()).backward()
+        grads.append([np.asarray(t.detach().numpy()) for t in (gx, gw, x.grad, w.grad)])
+    for mine, theirs in zip(*grads):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-9, atol=1e-10)
+
+
+def test_norm_errors() -> None:
+    with pytest.raises(ValueError, match=r"num_channels \(4\) must be divisible by num_groups \(3\)"):
+        nn.GroupNorm(3, 4)
+    with pytest.raises(RuntimeError, match="divisible by num_groups, but got input of shape \\[2, 4, 3\\]"):
+        F.group_norm(torch.randn(2, 4, 3), 3)
+    with pytest.raises(ValueError, match=r"expected 2D or 3D input \(got 4D input\)"):
+        nn.InstanceNorm1d(3)(torch.randn(2, 3, 4, 5))
+    with pytest.raises(ValueError, match="Expected more than 1 spatial element when training"):
+        F.instance_norm(torch.randn(2, 1, 1))
+    with pytest.raises(ValueError, match=r"expected input's size at dim=1 to match num_features \(3\)"):
+        nn.InstanceNorm1d(3, affine=True)(torch.randn(2, 4, 5))
+    with pytest.warns(UserWarning, match="does not match num_features"):
+        nn.InstanceNorm1d(3)(torch.randn(2, 4, 5))

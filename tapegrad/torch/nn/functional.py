@@ -57,7 +57,7 @@ __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_similarity", "cross_entropy",
     "dropout", "elu", "gelu", "hardtanh", "huber_loss", "l1_loss", "layer_norm", "leaky_relu", "linear",
     "log_softmax", "mish", "mse_loss", "nll_loss", "normalize", "one_hot", "relu", "sigmoid", "silu",
-    "smooth_l1_loss", "softmax", "softplus", "tanh", "batch_norm", "embedding",
+    "smooth_l1_loss", "softmax", "softplus", "tanh", "batch_norm", "embedding", "group_norm", "instance_norm",
     "scaled_dot_product_attention",
 ]
 
@@ -598,6 +598,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
 from tapegrad.torch.nn.functional_extra import (  # noqa: E402
     batch_norm,
     embedding,
+    group_norm,
+    instance_norm,
     scaled_dot_product_attention,
 )
 
