@@ -222,3 +222,44 @@ def test_norm_errors() -> None:
         nn.InstanceNorm1d(3, affine=True)(torch.randn(2, 4, 5))
     with pytest.warns(UserWarning, match="does not match num_features"):
         nn.InstanceNorm1d(3)(torch.randn(2, 4, 5))
+
+
+# --- the fused GRU step ------------------------------------------------------------------------------
+
+
+def test_gru_step_primitive_second_order_and_vmap() -> None:
+    from tapegrad.torch.nn.modules.rnn import gru_h
+
+    rng = np.random.default_rng(13)
+    gi, gh, h = rng.normal(size=(2, 9)), rng.normal(size=(2, 9)), rng.normal(size=(2, 3))
+
+    def written_out(gi: Any, gh: Any, h: Any) -> Any:
+        sig = lambda a: 1 / (1 + np.exp(-a))  # noqa: E731
+        r, z = sig(gi[..., :3] + gh[..., :3]), sig(gi[..., 3:6] + gh[..., 3:6])
+        n = np.tanh(gi[..., 6:] + r * gh[..., 6:])
+        return (1 - z) * n + z * h
+
+    np.testing.assert_allclose(gru_h(gi, gh, h), written_out(gi, gh, h), rtol=1e-12, atol=1e-12)
+    check_grads(gru_h, (gi, gh, h), order=2)
+    his = rng.normal(size=(4, 2, 3))
+    np.testing.assert_allclose(tg.vmap(gru_h, in_axes=(None, None, 0))(gi, gh, his),
+                               np.stack([written_out(gi, gh, a) for a in his]), rtol=1e-12, atol=1e-12)
+
+
+def test_gru_layer_double_backward_matches_pytorch(real_torch: Any) -> None:
+    real = real_torch
+    torch.manual_seed(0)
+    mine = nn.GRU(3, 4, num_layers=2, bidirectional=True).double()
+    theirs = real.nn.GRU(3, 4, num_layers=2, bidirectional=True).double()
+    theirs.load_state_dict({k: real.from_numpy(np.array(v.detach().numpy())) for k, v in mine.state_dict().items()})
+    xv = np.random.default_rng(1).normal(size=(5, 2, 3))
+    grads = []
+    for lib, m in ((torch, mine), (real, theirs)):
+        x = lib.tensor(xv, requires_grad=True)
+        out, hn = m(x)
+        w = m.weight_hh_l0
+        gx, gw = lib.autograd.grad((out ** 2).sum() + hn.sum(), (x, w), create_graph=True)
+        ((gx ** 2).sum() + (gw ** 2).sum()).backward()
+        grads.append([np.asarray(t.detach().numpy()) for t in (out, gx, gw, x.grad, m.weight_ih_l1_reverse.grad)])
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)

@@ -24,6 +24,7 @@ puts the batch among the channels.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ from tapegrad.backend import array_module
 from tapegrad.primitive import REGISTRY, defvjp, mark_batched
 from tapegrad.torch._conv import _bcast, _fold, _unfold
 
-__all__ = ["batch_norm", "moments"]
+__all__ = ["batch_norm", "moments", "reuse_last"]
 
 
 def _as3(x: Any) -> Any:
@@ -91,27 +92,39 @@ def _csum(a: Any, nd: int) -> Any:
     return tnp.sum(r, tuple(range(2 - nd, 0)), keepdims=True) if nd > 2 else r
 
 
-_last: list[Any] = [None, None, None]  # (x, g, the shared terms): see _shared
+def reuse_last(slot: list[Any], keys: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+    """``make()``, or what it returned last for the same ``keys`` (each the
+    same object), kept in ``slot`` (``[keys, result]``). For terms that
+    several VJP rules of one entry share: each rule asks, the first computes.
+    The keys themselves are kept (one set per slot), so that an identity check
+    cannot match a new object at a recycled address."""
+    last = slot[0]
+    if last is not None and len(last) == len(keys) and all(a is b for a, b in zip(last, keys)):
+        return slot[1]
+    r = make()
+    slot[:] = [keys, r]
+    return r
+
+
+_last: list[Any] = [None, None]  # see _shared
 
 
 def _shared(x: Any, g: Any, mean: Any, var: Any, eps: float, training: bool) -> tuple[Any, ...]:
     """``d = x - mean``, ``s = 1 / sqrt(var + eps)`` (``training``: the moments
-    of ``x``, as functions of it), ``sum(g)`` and ``sum(g d)`` per channel.
-    The rules of ``x`` and ``w`` both need them for the same ``x`` and ``g``:
-    the last ones are kept (with ``x`` and ``g`` themselves, so that the
-    identity check cannot match a new object at a recycled address)."""
-    if _last[0] is x and _last[1] is g:
-        return _last[2]  # type: ignore[no-any-return]
-    nd = tnp.ndim(x)
-    m = float(np.prod(tnp.shape(x)) // tnp.shape(x)[1])
-    if training:
-        d = x - _csum(x, nd) * (1 / m)
-        s = tnp.reciprocal(tnp.sqrt(_csum(d * d, nd) * (1 / m) + eps))
-    else:
-        d, s = x - _chan(mean, x), tnp.reciprocal(tnp.sqrt(_chan(var, x) + eps))
-    terms = (d, s, _csum(g, nd), _csum(g * d, nd), m)
-    _last[:] = [x, g, terms]
-    return terms
+    of ``x``, as functions of it), ``sum(g)`` and ``sum(g d)`` per channel, and
+    the count ``m`` of numbers per channel. The rules of ``x`` and ``w`` both
+    need them for the same ``x`` and ``g``: made once (``reuse_last``)."""
+    def make() -> tuple[Any, ...]:
+        nd = tnp.ndim(x)
+        m = float(np.prod(tnp.shape(x)) // tnp.shape(x)[1])
+        if training:
+            d = x - _csum(x, nd) * (1 / m)
+            s = tnp.reciprocal(tnp.sqrt(_csum(d * d, nd) * (1 / m) + eps))
+        else:
+            d, s = x - _chan(mean, x), tnp.reciprocal(tnp.sqrt(_chan(var, x) + eps))
+        return d, s, _csum(g, nd), _csum(g * d, nd), m
+
+    return reuse_last(_last, (x, g), make)  # type: ignore[no-any-return]
 
 
 def _vjp_x(ans: Any, x: Any, w: Any, b: Any, mean: Any, var: Any, eps: float = 1e-5, training: bool = True) -> Any:
