@@ -263,3 +263,23 @@ def test_gru_layer_double_backward_matches_pytorch(real_torch: Any) -> None:
         grads.append([np.asarray(t.detach().numpy()) for t in (out, gx, gw, x.grad, m.weight_ih_l1_reverse.grad)])
     for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)
+
+
+def test_batch_norms_of_one_input_sharing_a_cotangent(real_torch: Any) -> None:
+    """Two batch norms of the same ``x`` (different eps, one in eval mode) whose
+    sum hands both the same cotangent: the terms one rule shares with another
+    must not leak between the entries."""
+    real = real_torch
+    xv = np.random.default_rng(2).normal(size=(6, 3, 2))
+    rm, rv = np.array([0.1, -0.2, 0.3]), np.array([0.5, 1.5, 2.0])
+    grads = []
+    for lib in (torch, real):
+        x = lib.tensor(xv, requires_grad=True)
+        w = lib.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+        y = (lib.nn.functional.batch_norm(x, None, None, w, training=True, eps=1e-5)
+             + lib.nn.functional.batch_norm(x, None, None, w, training=True, eps=0.5)
+             + lib.nn.functional.batch_norm(x, lib.tensor(rm), lib.tensor(rv), w, training=False))
+        (y * y).sum().backward()
+        grads.append([np.asarray(t.detach().numpy()) for t in (y, x.grad, w.grad)])
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)

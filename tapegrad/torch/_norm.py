@@ -113,7 +113,8 @@ def _shared(x: Any, g: Any, mean: Any, var: Any, eps: float, training: bool) -> 
     """``d = x - mean``, ``s = 1 / sqrt(var + eps)`` (``training``: the moments
     of ``x``, as functions of it), ``sum(g)`` and ``sum(g d)`` per channel, and
     the count ``m`` of numbers per channel. The rules of ``x`` and ``w`` both
-    need them for the same ``x`` and ``g``: made once (``reuse_last``)."""
+    need them for the same arguments and ``g``: made once (``reuse_last``; two
+    entries on the same ``x`` may share a cotangent, so all are keys)."""
     def make() -> tuple[Any, ...]:
         nd = tnp.ndim(x)
         m = float(np.prod(tnp.shape(x)) // tnp.shape(x)[1])
@@ -124,7 +125,7 @@ def _shared(x: Any, g: Any, mean: Any, var: Any, eps: float, training: bool) -> 
             d, s = x - _chan(mean, x), tnp.reciprocal(tnp.sqrt(_chan(var, x) + eps))
         return d, s, _csum(g, nd), _csum(g * d, nd), m
 
-    return reuse_last(_last, (x, g), make)  # type: ignore[no-any-return]
+    return reuse_last(_last, (x, g, mean, var, eps, training), make)  # type: ignore[no-any-return]
 
 
 def _vjp_x(ans: Any, x: Any, w: Any, b: Any, mean: Any, var: Any, eps: float = 1e-5, training: bool = True) -> Any:
