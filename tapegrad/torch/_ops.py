@@ -321,7 +321,7 @@ OTHER_NODES = frozenset({
     "AsStridedBackward0", "SumToSizeBackward0",  # a view read again after its base changed; broadcasting
     "LinalgInvExBackward0", "LinalgDetBackward0", "LinalgSlogdetBackward0", "LinalgSolveExBackward0",  # linalg.py
     "LinalgCholeskyExBackward0", "LinalgQrBackward0", "LinalgEighBackward0", "LinalgSvdBackward0",
-    "EmbeddingBackward0",  # F.embedding (nn/functional_extra.py)
+    "EmbeddingBackward0", "NativeGroupNormBackward0",  # F.embedding, F.group_norm (nn/functional_extra.py)
     "NormalBackward1", "NormalBackward2", "NormalBackward3", "PoissonBackward0",  # torch.normal, poisson (_random.py)
 })
 

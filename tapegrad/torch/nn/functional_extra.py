@@ -79,45 +79,37 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
     """Normalise each channel of each example of ``input`` ``(N, C, *S)`` over
     its ``S`` (``use_input_stats``; running statistics given are then updated
     in place with the mean over the batch, the variance unbiased), or by
-    ``running_mean``/``running_var``; then ``* weight + bias``. As PyTorch, the
-    batch norm of the ``(1, N*C, *S)`` view (one primitive; ``ViewBackward0``)."""
+    ``running_mean``/``running_var``; then ``* weight + bias``. As PyTorch:
+    ``batch_norm`` of the ``(1, N*C, *S)`` view, the weight, bias and running
+    statistics repeated ``N`` times (``ViewBackward0`` of ``NativeBatchNormBackward0``)."""
     shape = tuple(input.shape)
     if input.ndim < 2:
         raise ValueError(f"instance_norm: expected an input with at least 2 dims (N, C, ...), got {input.ndim}D")
     n, c = shape[:2]
-    x, w, b = input._value, _value_or_none(weight), _value_or_none(bias)
-    for t, what in ((w, "weight"), (b, "bias")):
-        if t is not None and tuple(tnp.shape(t)) != (c,):
+    for t, what in ((weight, "weight"), (bias, "bias"), (running_mean, "running_mean"), (running_var, "running_var")):
+        if t is not None and tuple(t.shape) != (c,):
             raise RuntimeError(f"instance_norm: expected {what} of shape [{c}] (the channels of the input "
-                               f"{list(shape)}), got {list(tnp.shape(t))}")
-    if not use_input_stats:
-        if running_mean is None or running_var is None:
-            raise ValueError("Expected running_mean and running_var to be defined when use_input_stats is false")
-        out = _norm.batch_norm(x, w, b, value(running_mean._value), value(running_var._value), eps=eps,
-                               training=False)
-        return _result(out, "ViewBackward0", (input, weight, bias))
-    size = 1
-    for s in shape[2:]:
-        size *= s
-    if size == 1:
-        raise ValueError(f"Expected more than 1 spatial element when training, got input size torch.Size({list(shape)})")
-    folded = tnp.reshape(x, (1, n * c) + shape[2:])
-    xv = value(folded)
-    mean: Any = None
-    var: Any = None
-    if type(xv) is not Traced:
-        mean, var = _norm.moments(xv)
-    if running_mean is not None and running_var is not None:
-        if mean is None:
-            raise RuntimeError("tapegrad.torch: instance_norm cannot update the running statistics of a batched "
-                               "or compiled input (under vmap or jit); pass running_mean=running_var=None")
+                               f"{list(shape)}), got {list(t.shape)}")
+    if use_input_stats:
+        size = 1
+        for s in shape[2:]:
+            size *= s
+        if size == 1:
+            raise ValueError("Expected more than 1 spatial element when training, got input size "
+                             f"torch.Size({list(shape)})")
+    elif running_mean is None or running_var is None:
+        raise ValueError("Expected running_mean and running_var to be defined when use_input_stats is false")
+    rm = None if running_mean is None else running_mean.repeat(n)
+    rv = None if running_var is None else running_var.repeat(n)
+    out = batch_norm(input.reshape((1, n * c) + shape[2:]), rm, rv,
+                     None if weight is None else weight.repeat(n), None if bias is None else bias.repeat(n),
+                     use_input_stats, momentum, eps)
+    if use_input_stats:
         with no_grad():
-            running_mean.mul_(1 - momentum).add_(_like(mean.reshape(n, c).mean(0) * momentum, running_mean))
-            unbiased = var.reshape(n, c).mean(0) * (size / max(size - 1, 1))
-            running_var.mul_(1 - momentum).add_(_like(unbiased * momentum, running_var))
-    out = _norm.batch_norm(folded, None if w is None else tnp.tile(w, n), None if b is None else tnp.tile(b, n),
-                           mean, var, eps=eps, training=True)
-    return _result(tnp.reshape(out, shape), "ViewBackward0", (input, weight, bias))
+            for running, rep in ((running_mean, rm), (running_var, rv)):
+                if running is not None and rep is not None:
+                    running.copy_(rep.view(n, c).mean(0))
+    return out.view(shape)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,  # noqa: A002
