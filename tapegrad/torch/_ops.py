@@ -321,7 +321,7 @@ OTHER_NODES = frozenset({
     "AsStridedBackward0", "SumToSizeBackward0",  # a view read again after its base changed; broadcasting
     "LinalgInvExBackward0", "LinalgDetBackward0", "LinalgSlogdetBackward0", "LinalgSolveExBackward0",  # linalg.py
     "LinalgCholeskyExBackward0", "LinalgQrBackward0", "LinalgEighBackward0", "LinalgSvdBackward0",
-    "EmbeddingBackward0", "NativeGroupNormBackward0",  # F.embedding, F.group_norm (nn/functional_extra.py)
+    "EmbeddingBackward0",  # F.embedding (nn/functional_extra.py)
     "NormalBackward1", "NormalBackward2", "NormalBackward3", "PoissonBackward0",  # torch.normal, poisson (_random.py)
 })
 
@@ -332,7 +332,7 @@ SAVES: dict[str, str] = {
     "BinaryCrossEntropyBackward0": "0 1", "BinaryCrossEntropyWithLogitsBackward0": "0 1", "EluBackward0": "0",
     "EluBackward1": "out", "GeluBackward0": "0", "HardtanhBackward0": "0", "HuberLossBackward0": "0 1",
     "LeakyReluBackward0": "0", "LeakyReluBackward1": "out", "MishBackward0": "0", "MseLossBackward0": "0 1",
-    "NativeBatchNormBackward0": "0 1", "NativeLayerNormBackward0": "0 1 2", "NllLossBackward0": "0", "SiluBackward0": "0",
+    "NativeBatchNormBackward0": "0 1", "NativeGroupNormBackward0": "0 1", "NativeLayerNormBackward0": "0 1 2", "NllLossBackward0": "0", "SiluBackward0": "0",
     "SmoothL1LossBackward0": "0 1", "SoftplusBackward0": "0",
     "ConvolutionBackward0": "0 1", "MaxPool2DWithIndicesBackward0": "0", "AvgPool2DBackward0": "0",
     "AdaptiveAvgPool2DBackward0": "0",  # (nn.functional_conv)
