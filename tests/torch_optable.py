@@ -457,6 +457,13 @@ ROWS: list[Row] = [
     row("F.batch_norm/eval", lambda t, x, w, b: _F(t).batch_norm(
         x, t.full((3,), 0.5, dtype=t.float64), t.full((3,), 2.0, dtype=t.float64), w, b),
         (R(4, 3, 2), R(3), R(3)), "NativeBatchNormBackward0"),
+    row("F.group_norm", lambda t, x, w, b: _F(t).group_norm(x, 2, w, b), (R(3, 4, 2), R(4), R(4)),
+        "NativeGroupNormBackward0"),
+    row("F.instance_norm", lambda t, x, w, b: _F(t).instance_norm(x, weight=w, bias=b), (R(2, 3, 4), R(3), R(3)),
+        "ViewBackward0"),
+    row("F.instance_norm/eval", lambda t, x, w, b: _F(t).instance_norm(
+        x, t.full((3,), 0.5, dtype=t.float64), t.full((3,), 2.0, dtype=t.float64), w, b, use_input_stats=False),
+        (R(2, 3, 4), R(3), R(3)), "ViewBackward0"),
     row("F.embedding", lambda t, w: _F(t).embedding(_i(t, [[0, 2], [1, 2]]), w), R(3, 4), "EmbeddingBackward0"),
     row("F.embedding_bag", lambda t, w: _F(t).embedding_bag(_i(t, [0, 2, 1, 2, 0]), w, _i(t, [0, 2, 2])),
         R(3, 4), "EmbeddingBagBackward0"),

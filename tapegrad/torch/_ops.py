@@ -339,7 +339,7 @@ SAVES: dict[str, str] = {
     "BinaryCrossEntropyBackward0": "0 1", "BinaryCrossEntropyWithLogitsBackward0": "0 1", "EluBackward0": "0",
     "EluBackward1": "out", "GeluBackward0": "0", "HardtanhBackward0": "0", "HuberLossBackward0": "0 1",
     "LeakyReluBackward0": "0", "LeakyReluBackward1": "out", "MishBackward0": "0", "MseLossBackward0": "0 1",
-    "NativeBatchNormBackward0": "0 1", "NativeLayerNormBackward0": "0 1 2", "NllLossBackward0": "0", "SiluBackward0": "0",
+    "NativeBatchNormBackward0": "0 1", "NativeGroupNormBackward0": "0 1", "NativeLayerNormBackward0": "0 1 2", "NllLossBackward0": "0", "SiluBackward0": "0",
     "SmoothL1LossBackward0": "0 1", "SoftplusBackward0": "0",
     "ConvolutionBackward0": "0 1", "MaxPool2DWithIndicesBackward0": "0", "AvgPool2DBackward0": "0",
     "AdaptiveAvgPool2DBackward0": "0",  # (nn.functional_conv)

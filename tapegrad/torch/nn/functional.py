@@ -57,9 +57,9 @@ __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_similarity", "cross_entropy",
     "dropout", "elu", "gelu", "hardtanh", "huber_loss", "l1_loss", "layer_norm", "leaky_relu", "linear",
     "log_softmax", "mish", "mse_loss", "nll_loss", "normalize", "one_hot", "relu", "sigmoid", "silu",
-    "smooth_l1_loss", "softmax", "softplus", "tanh", "batch_norm", "embedding", "embedding_bag",
-    "scaled_dot_product_attention", "affine_grid", "grid_sample", "interpolate", "pad", "pixel_shuffle",
-    "pixel_unshuffle",
+    "smooth_l1_loss", "softmax", "softplus", "tanh", "batch_norm", "embedding", "embedding_bag", "group_norm",
+    "instance_norm", "scaled_dot_product_attention", "affine_grid", "grid_sample", "interpolate", "pad",
+    "pixel_shuffle", "pixel_unshuffle",
 ]
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -600,6 +600,8 @@ from tapegrad.torch.nn.functional_extra import (  # noqa: E402
     batch_norm,
     embedding,
     embedding_bag,
+    group_norm,
+    instance_norm,
     scaled_dot_product_attention,
 )
 from tapegrad.torch.nn.functional_resample import (  # noqa: E402

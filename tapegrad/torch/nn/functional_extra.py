@@ -1,10 +1,12 @@
 """``torch.nn.functional`` forms of the normalisation, embedding and attention
-layers: ``batch_norm``, ``embedding``, ``scaled_dot_product_attention`` (re-exported
-by ``tapegrad.torch.nn.functional``).
+layers: ``batch_norm``, ``instance_norm``, ``group_norm``, ``embedding``,
+``scaled_dot_product_attention`` (re-exported by ``tapegrad.torch.nn.functional``).
 
-As there, each result is a few ``tapegrad.numpy`` calls on the tensors' values
-wrapped in one node named as PyTorch names it (``NativeBatchNormBackward0``,
-``EmbeddingBackward0``); the running statistics are updated in place under
+As there, each result is one node named as PyTorch names it
+(``NativeBatchNormBackward0``, ``NativeGroupNormBackward0``, ``EmbeddingBackward0``):
+the three normalisations are the fused batch-norm primitive
+(``tapegrad.torch._norm``) of a view of the input, the others a few
+``tapegrad.numpy`` calls; the running statistics are updated in place under
 ``no_grad``.
 """
 
@@ -18,12 +20,13 @@ import numpy as np
 import tapegrad.numpy as tnp
 from tapegrad.backend import array_module
 from tapegrad.numpy import primitives as tp
+from tapegrad.torch import _norm
 from tapegrad.torch._creation import _rng
 from tapegrad.torch._tensor import Tensor, _new, _result
 from tapegrad.torch.grad_mode import no_grad
-from tapegrad.tracer import value
+from tapegrad.tracer import Traced, value
 
-__all__ = ["batch_norm", "embedding", "embedding_bag", "scaled_dot_product_attention"]
+__all__ = ["batch_norm", "embedding", "embedding_bag", "group_norm", "instance_norm", "scaled_dot_product_attention"]
 
 _value_of = value  # (``value`` is also an argument name of the attention functions)
 
@@ -48,31 +51,100 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         _verify_batch_size(tuple(input.shape))
     if input.ndim < 2:
         raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
-    c = input.shape[1]
-    bshape = (1, c) + (1,) * (input.ndim - 2)
-    axes = (0,) + tuple(range(2, input.ndim))
     x = input._value
+    xv = value(x)
     if training or running_mean is None or running_var is None:
-        mean = tp.mean(x, axes, True)
-        d = x - mean
-        var = tp.mean(d * d, axes, True)
-        out = d * tnp.reciprocal(tnp.sqrt(var + eps))
+        mean = var = None
+        if type(xv) is not Traced:  # (a vmap's or a jit's value: the primitive computes them)
+            mean, var = _norm.moments(xv)
         if training and running_mean is not None and running_var is not None:
-            n = input.numel() // c
-            bm = value(mean).reshape(c)
-            bv = value(var).reshape(c) * (n / max(n - 1, 1))
+            if mean is None:
+                raise RuntimeError("tapegrad.torch: batch_norm cannot update the running statistics of a "
+                                   "batched or compiled input (under vmap or jit); pass training=False or "
+                                   "running_mean=running_var=None")
+            n = input.numel() // input.shape[1]
             with no_grad():
-                running_mean.mul_(1 - momentum).add_(_like(bm * momentum, running_mean))
-                running_var.mul_(1 - momentum).add_(_like(bv * momentum, running_var))
+                running_mean.mul_(1 - momentum).add_(_like(mean * momentum, running_mean))
+                running_var.mul_(1 - momentum).add_(_like(var * (momentum * n / max(n - 1, 1)), running_var))
+        out = _norm.batch_norm(x, _value_or_none(weight), _value_or_none(bias), mean, var, eps=eps, training=True)
     else:
-        rm = tnp.reshape(value(running_mean._value), bshape)
-        rv = tnp.reshape(value(running_var._value), bshape)
-        out = (x - rm) * tnp.reciprocal(tnp.sqrt(rv + eps))
-    if weight is not None:
-        out = out * tnp.reshape(weight._value, bshape)
-    if bias is not None:
-        out = out + tnp.reshape(bias._value, bshape)
+        out = _norm.batch_norm(x, _value_or_none(weight), _value_or_none(bias), value(running_mean._value),
+                               value(running_var._value), eps=eps, training=False)
     return _result(out, "NativeBatchNormBackward0", (input, weight, bias))
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,  # noqa: A002
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each channel of each example of ``input`` ``(N, C, *S)`` over
+    its ``S`` (``use_input_stats``; running statistics given are then updated
+    in place with the mean over the batch, the variance unbiased), or by
+    ``running_mean``/``running_var``; then ``* weight + bias``. As PyTorch:
+    ``batch_norm`` of the ``(1, N*C, *S)`` view, the weight, bias and running
+    statistics repeated ``N`` times (``ViewBackward0`` of ``NativeBatchNormBackward0``)."""
+    shape = tuple(input.shape)
+    if input.ndim < 2:
+        raise ValueError(f"instance_norm: expected an input with at least 2 dims (N, C, ...), got {input.ndim}D")
+    n, c = shape[:2]
+    for t, what in ((weight, "weight"), (bias, "bias"), (running_mean, "running_mean"), (running_var, "running_var")):
+        if t is not None and tuple(t.shape) != (c,):
+            raise RuntimeError(f"instance_norm: expected {what} of shape [{c}] (the channels of the input "
+                               f"{list(shape)}), got {list(t.shape)}")
+    if use_input_stats:
+        size = 1
+        for s in shape[2:]:
+            size *= s
+        if size == 1:
+            raise ValueError("Expected more than 1 spatial element when training, got input size "
+                             f"torch.Size({list(shape)})")
+    elif running_mean is None or running_var is None:
+        raise ValueError("Expected running_mean and running_var to be defined when use_input_stats is false")
+    rm = None if running_mean is None else running_mean.repeat(n)
+    rv = None if running_var is None else running_var.repeat(n)
+    out = batch_norm(input.reshape((1, n * c) + shape[2:]), rm, rv,
+                     None if weight is None else weight.repeat(n), None if bias is None else bias.repeat(n),
+                     use_input_stats, momentum, eps)
+    if use_input_stats:
+        with no_grad():
+            for running, rep in ((running_mean, rm), (running_var, rv)):
+                if running is not None and rep is not None:
+                    running.copy_(rep.view(n, c).mean(0))
+    return out.view(shape)
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,  # noqa: A002
+               eps: float = 1e-5) -> Tensor:
+    """Normalise ``input`` ``(N, C, *S)`` over each group of ``C / num_groups``
+    consecutive channels and ``S``, per example, then ``* weight + bias`` per
+    channel (``NativeGroupNormBackward0``): the batch norm of the
+    ``(1, N * num_groups, C / num_groups * prod(S))`` view, one primitive."""
+    shape = tuple(input.shape)
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    n, c = shape[:2]
+    if num_groups <= 0 or c % num_groups:
+        raise RuntimeError("Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(shape)} and num_groups={num_groups}")
+    for t, what in ((weight, "weight"), (bias, "bias")):
+        if t is not None and (t.ndim != 1 or t.numel() != c):
+            raise RuntimeError(f"Expected {what} to be a vector of size equal to the number of channels in input, "
+                               f"but got {what} of shape {list(t.shape)} and input of shape {list(shape)}")
+    per = c // num_groups
+    for s in shape[2:]:
+        per *= s
+    out = _norm.batch_norm(tnp.reshape(input._value, (1, n * num_groups, per)), None, None, None, None, eps=eps,
+                           training=True)
+    out = tnp.reshape(out, shape)
+    chan = (c,) + (1,) * (len(shape) - 2)
+    if weight is not None:
+        out = out * tnp.reshape(weight._value, chan)
+    if bias is not None:
+        out = out + tnp.reshape(bias._value, chan)
+    return _result(out, "NativeGroupNormBackward0", (input, weight, bias))
+
+
+def _value_or_none(t: Tensor | None) -> Any:
+    return None if t is None else t._value
 
 
 def _like(a: Any, t: Tensor) -> Tensor:

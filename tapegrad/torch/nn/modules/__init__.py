@@ -9,7 +9,7 @@
 - ``pooling``: ``MaxPool1d``, ``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d``
 - ``activation``: ``ReLU``, ``GELU``, ``Softmax`` ... (elementwise and softmax)
 - ``dropout``: ``Dropout``
-- ``normalization``: ``LayerNorm``; ``batchnorm``: ``BatchNorm1d``, ``BatchNorm2d``
+- ``normalization``: ``LayerNorm``, ``GroupNorm``, ``InstanceNorm1d``, ``InstanceNorm2d``; ``batchnorm``: ``BatchNorm1d``, ``BatchNorm2d``
 - ``sparse``: ``Embedding``, ``EmbeddingBag``
 - ``upsampling``: ``Upsample``, ``PixelShuffle``, ``PixelUnshuffle``, the padding layers (``ZeroPad2d`` ...)
 - ``rnn``: ``RNN``, ``LSTM``, ``GRU`` and their cells
@@ -59,7 +59,12 @@ from tapegrad.torch.nn.modules.loss import (
     SmoothL1Loss,
 )
 from tapegrad.torch.nn.modules.module import Module
-from tapegrad.torch.nn.modules.normalization import LayerNorm
+from tapegrad.torch.nn.modules.normalization import (
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    LayerNorm,
+)
 from tapegrad.torch.nn.modules.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d
 from tapegrad.torch.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from tapegrad.torch.nn.modules.sparse import Embedding, EmbeddingBag
@@ -91,7 +96,8 @@ from tapegrad.torch.nn.modules.upsampling import (
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
     "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "ELU",
-    "Embedding", "EmbeddingBag", "Flatten", "GELU", "GRU", "GRUCell", "Hardtanh", "HuberLoss", "Identity", "L1Loss",
+    "Embedding", "EmbeddingBag", "Flatten", "GELU", "GRU", "GRUCell", "GroupNorm", "Hardtanh", "HuberLoss", "Identity",
+    "InstanceNorm1d", "InstanceNorm2d", "L1Loss",
     "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d",
     "MaxPool2d", "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss",
     "ParameterDict", "ParameterList", "RNN", "RNNCell", "ReLU", "Sequential", "SiLU", "Sigmoid",

@@ -11,19 +11,18 @@ from tapegrad.torch.nn import init
 from tapegrad.torch.nn.modules.module import Module
 from tapegrad.torch.nn.parameter import Parameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d"]  # (_NormBase: also the base of InstanceNorm*)
 
 
-class _BatchNorm(Module):
-    """Per-channel (axis 1) normalisation by the batch statistics in training
-    mode, by the running statistics (``running_mean``, ``running_var``, updated
-    with ``momentum``; ``momentum=None``: a cumulative average) in ``eval()``
-    mode, then an affine map (``weight`` ones, ``bias`` zeros)."""
-
-    _dims: tuple[int, ...] = ()
+class _NormBase(Module):
+    """The parameters and buffers that batch and instance normalisation share:
+    ``weight`` (ones) and ``bias`` (zeros) when ``affine`` (``bias=False``: no
+    ``bias``), ``running_mean`` (zeros), ``running_var`` (ones) and
+    ``num_batches_tracked`` when ``track_running_stats``."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, device: Any = None, dtype: Any = None) -> None:
+                 track_running_stats: bool = True, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
         super().__init__()
         self.num_features = num_features
         self.eps = eps
@@ -32,7 +31,10 @@ class _BatchNorm(Module):
         self.track_running_stats = track_running_stats
         if affine:
             self.weight = Parameter(empty(num_features, dtype=dtype, device=device))
-            self.bias = Parameter(empty(num_features, dtype=dtype, device=device))
+            if bias:
+                self.bias = Parameter(empty(num_features, dtype=dtype, device=device))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -56,7 +58,22 @@ class _BatchNorm(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    """Per-channel (axis 1) normalisation by the batch statistics in training
+    mode, by the running statistics (``running_mean``, ``running_var``, updated
+    with ``momentum``; ``momentum=None``: a cumulative average) in ``eval()``
+    mode, then an affine map (``weight`` ones, ``bias`` zeros)."""
+
+    _dims: tuple[int, ...] = ()
 
     def _check_input_dim(self, input: Tensor) -> None:  # noqa: A002
         if input.dim() not in self._dims:
@@ -72,11 +89,6 @@ class _BatchNorm(Module):
         track = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if track else None, self.running_var if track else None,
                             self.weight, self.bias, use_batch, factor, self.eps)
-
-    def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"bias={self.bias is not None}, "
-                f"track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):

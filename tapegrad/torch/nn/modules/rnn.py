@@ -9,8 +9,10 @@ U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)).
 A layer's step of ``nn.LSTM`` is four tape entries: the concatenation
 ``[x_t, h]``, one ``linear`` with ``[W_ih W_hh]`` (concatenated once per
 call) and the two fused primitives below, ``lstm_c`` and ``lstm_h``, in place
-of the ten or so entries of the written-out cell. The cells (``LSTMCell``...)
-keep the written-out form, whose ``grad_fn`` names are PyTorch's.
+of the ten or so entries of the written-out cell; one of ``nn.GRU`` is three:
+two ``linear`` and the fused ``gru_h``, in place of fourteen. The cells
+(``LSTMCell``...) and ``nn.RNN`` (three entries already) keep the written-out
+form, whose ``grad_fn`` names are PyTorch's.
 
 The input may be a ``PackedSequence`` (``nn.utils.rnn``): the batch then
 shrinks as sequences end (they are sorted by length, longest first), and
@@ -30,6 +32,7 @@ import tapegrad.numpy as tnp
 from tapegrad.backend import array_module
 from tapegrad.primitive import REGISTRY, defvjp, mark_batched, primitive
 from tapegrad.torch._creation import cat, empty, stack, zeros
+from tapegrad.torch._norm import reuse_last
 from tapegrad.torch._tensor import Tensor, _result
 from tapegrad.torch.nn import functional as F
 from tapegrad.torch.nn import init
@@ -124,6 +127,67 @@ defvjp(lstm_h, _vjp_lstm_h_gates,
        lambda ans, gates, c: lambda g: g * _sig(gates[..., 3 * c.shape[-1]:]) * (1 - tnp.tanh(c) ** 2))
 
 
+# --- the fused GRU step: one primitive ----------------------------------------------------------------
+# ``gru_h(gi, gh, h)``: ``gi = x W_ih^T + b_ih`` and ``gh = h W_hh^T + b_hh``
+# are ``(..., 3H)`` in PyTorch's order ``r z n``; with ``r = sigmoid(gi_r +
+# gh_r)``, ``z = sigmoid(gi_z + gh_z)``, ``n = tanh(gi_n + r gh_n)`` the new
+# hidden state is ``(1 - z) n + z h = n + z (h - n)``. The rules recompute the
+# activations (tapegrad.numpy calls: they differentiate again); the
+# cotangent of the pre-activations, shared by the rules of ``gi`` and ``gh``,
+# is made once per cotangent (``reuse_last``).
+
+
+def _gru_h(gi: Any, gh: Any, h: Any) -> Any:
+    n = h.shape[-1]
+    xp = array_module(gi)
+    rz = gi[..., :2 * n] + gh[..., :2 * n]
+    rz = _sig_np(rz)
+    new = gh[..., 2 * n:] * rz[..., :n]
+    new += gi[..., 2 * n:]
+    xp.tanh(new, out=new)
+    out = h - new
+    out *= rz[..., n:]
+    out += new
+    return out
+
+
+def _gru_parts(gi: Any, gh: Any, h: Any) -> tuple[Any, Any, Any]:
+    """``r``, ``z`` and ``n`` of the step, as tapegrad.numpy functions of its arguments."""
+    n = tnp.shape(h)[-1]
+    rz = _sig(gi[..., :2 * n] + gh[..., :2 * n])
+    r = rz[..., :n]
+    return r, rz[..., n:], tnp.tanh(gi[..., 2 * n:] + r * gh[..., 2 * n:])
+
+
+_gru_last: list[Any] = [None, None, set()]
+
+
+def _gru_pre(g: Any, gi: Any, gh: Any, h: Any, who: int) -> tuple[Any, Any, Any]:
+    """The cotangent of the pre-activations ``[a_r, a_z, a_n]`` (``(..., 3H)``),
+    ``r`` and ``z``: made once for the three rules."""
+    def make() -> tuple[Any, Any, Any]:
+        r, z, nv = _gru_parts(gi, gh, h)
+        dn = g * (1 - z) * (1 - nv * nv)
+        dr = dn * gh[..., 2 * tnp.shape(h)[-1]:] * (r - r * r)
+        dz = g * (h - nv) * (z - z * z)
+        return tnp.concatenate([dr, dz, dn], axis=-1), r, z
+
+    return reuse_last(_gru_last, (g, gi, gh, h), make, who, 3)  # type: ignore[no-any-return]
+
+
+def _vjp_gru_gh(ans: Any, gi: Any, gh: Any, h: Any) -> Any:
+    def vjp(g: Any) -> Any:
+        da, r, _ = _gru_pre(g, gi, gh, h, 1)
+        n = tnp.shape(h)[-1]
+        return tnp.concatenate([da[..., :2 * n], da[..., 2 * n:] * r], axis=-1)
+    return vjp
+
+
+gru_h = primitive(_gru_h, "gru_h")
+defvjp(gru_h, lambda ans, gi, gh, h: lambda g: _gru_pre(g, gi, gh, h, 0)[0], _vjp_gru_gh,
+       lambda ans, gi, gh, h: lambda g: g * _gru_pre(g, gi, gh, h, 2)[2])
+
+
 def _batch_rule(prim: Any) -> Any:
     """Both arguments batched alike (an unbatched one broadcast), then one call."""
     def rule(args: Any, batched: Any, size: int) -> Any:
@@ -133,6 +197,7 @@ def _batch_rule(prim: Any) -> Any:
 
 tg.defbatch(lstm_c, _batch_rule(lstm_c))
 tg.defbatch(lstm_h, _batch_rule(lstm_h))
+tg.defbatch(gru_h, _batch_rule(gru_h))
 mark_batched(_OWN_FROM)
 
 
@@ -143,6 +208,13 @@ def _lstm_fused(x: Tensor, h: Any, w_cat: Tensor, b: Tensor | None) -> tuple[Ten
     gates = F.linear(cat([x, hx], 1), w_cat, b)
     c = _result(lstm_c(gates._value, cx._value), "AddBackward0", (gates, cx))
     return _result(lstm_h(gates._value, c._value), "MulBackward0", (gates, c)), c
+
+
+def _gru_fused(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None,
+               b_hh: Tensor | None) -> Tensor:
+    """One GRU step over the batch: three tape entries (two ``linear``, ``gru_h``)."""
+    gi, gh = F.linear(x, w_ih, b_ih), F.linear(h, w_hh, b_hh)
+    return _result(gru_h(gi._value, gh._value, h._value), "AddBackward0", (gi, gh, h))
 
 
 # --- the written-out steps (the cells; RNN and GRU layers) -------------------------------------------
@@ -187,6 +259,9 @@ def _run_direction(mode: str, xs: list[Tensor], sizes: list[int], h0: Any, w: tu
 
         def step(x: Tensor, h: Any) -> Any:
             return _lstm_fused(x, h, w_cat, b)
+    elif mode == "GRU":
+        def step(x: Tensor, h: Any) -> Any:
+            return _gru_fused(x, h, *w)
     else:
         def step(x: Tensor, h: Any) -> Any:
             return _rnn_step(mode, x, h, *w)
