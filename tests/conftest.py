@@ -32,8 +32,8 @@ import io
 import re
 import sys
 import warnings
-from collections.abc import Callable, Sequence
-from contextlib import redirect_stdout
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext, redirect_stdout
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -106,29 +106,36 @@ def assert_close(got: Any, want: Any, what: str = "", rtol: float | None = None,
 
 # --- programs as source text ---------------------------------------------------------------------
 
-_ALIASES = ("torch", "torch.func", "torch.autograd.functional")
+def _is_torch(name: str) -> bool:
+    return name == "torch" or name.startswith("torch.")
+
+
+@contextmanager
+def torch_is_the_facade() -> Iterator[None]:
+    """Within: ``import torch`` and every ``import torch.X`` find ``tapegrad.torch``
+    and its module of that name (every facade module imported so far), as a
+    program run on the facade sees them; the real ``torch`` modules come back after."""
+    saved = {k: v for k, v in sys.modules.items() if _is_torch(k)}
+    for k in saved:
+        del sys.modules[k]
+    sys.modules.update({"torch" + name[len("tapegrad.torch"):]: mod for name, mod in list(sys.modules.items())
+                        if name == "tapegrad.torch" or name.startswith("tapegrad.torch.")})
+    try:
+        yield
+    finally:
+        for k in [k for k in sys.modules if _is_torch(k)]:
+            del sys.modules[k]
+        sys.modules.update(saved)
 
 
 def run_source(lib: Any, src: str) -> str:
-    """Execute program text ``src`` with ``torch`` bound to ``lib`` (imports of
-    ``torch``, ``torch.func`` and ``torch.autograd.functional`` inside it find
-    ``lib`` too); return what it printed, object addresses masked."""
+    """Execute program text ``src`` with ``torch`` bound to ``lib`` (on the facade,
+    its imports of ``torch`` and ``torch.X`` find the facade too: ``torch_is_the_facade``);
+    return what it printed, object addresses masked."""
     buf = io.StringIO()
-    saved = {k: sys.modules.get(k) for k in _ALIASES}
-    if lib is tt:
-        sys.modules["torch"] = tt
-        sys.modules["torch.func"] = tt.func
-        sys.modules["torch.autograd.functional"] = tt.autograd.functional
-    try:
-        with redirect_stdout(buf), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            exec(src, {"torch": lib})
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
+    with torch_is_the_facade() if lib is tt else nullcontext(), redirect_stdout(buf), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(src, {"torch": lib})
     return re.sub(r"0x[0-9a-f]+", "0x?", buf.getvalue())
 
 

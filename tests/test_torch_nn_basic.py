@@ -429,7 +429,7 @@ def test_containers_print_as_pytorch(torch_diff: Any) -> None:
 
 INIT_PROGRAM = """
 import torch
-init = torch.nn.init  # (run_source aliases torch, not torch.nn: no "from torch.nn import init")
+init = torch.nn.init
 for nl in ["linear", "conv1d", "conv_transpose3d", "sigmoid", "tanh", "relu", "leaky_relu", "selu"]:
     print(nl, init.calculate_gain(nl))
 print(init.calculate_gain("leaky_relu", 0.2), init.calculate_gain("leaky_relu", 1))

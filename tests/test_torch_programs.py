@@ -15,11 +15,12 @@ import io
 import re
 import sys
 import warnings
-from contextlib import redirect_stdout
+from contextlib import nullcontext, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import torch_is_the_facade
 
 import tapegrad.torch as tt
 
@@ -27,35 +28,21 @@ HERE = Path(__file__).parent / "programs"
 PROGRAMS = sorted(p.stem for p in HERE.glob("*.py"))
 
 
-def _facade_modules() -> dict[str, Any]:
-    """``torch...`` name -> facade module, for every imported facade module."""
-    return {"torch" + name[len("tapegrad.torch"):]: mod
-            for name, mod in list(sys.modules.items())
-            if name == "tapegrad.torch" or name.startswith("tapegrad.torch.")}
-
-
 def run_program(name: str, on_facade: bool) -> str:
     """Run ``programs/NAME.py`` as ``__main__`` (on the facade, or on the real
     ``torch`` when ``on_facade`` is false); return its output, object
     addresses masked."""
     src = (HERE / f"{name}.py").read_text()
-    saved = {k: v for k, v in sys.modules.items() if k == "torch" or k.startswith("torch.")}
     buf = io.StringIO()
-    if on_facade:
-        for k in saved:
-            del sys.modules[k]
-        sys.modules.update(_facade_modules())
     try:
-        with redirect_stdout(buf), warnings.catch_warnings():
+        with torch_is_the_facade() if on_facade else nullcontext(), redirect_stdout(buf), \
+                warnings.catch_warnings():
             warnings.simplefilter("ignore")
             exec(compile(src, str(HERE / f"{name}.py"), "exec"), {"__name__": "__main__"})
     finally:
-        if on_facade:
-            for k in [k for k in sys.modules if k == "torch" or k.startswith("torch.")]:
-                del sys.modules[k]
-            sys.modules.update(saved)
-        if saved.get("torch") is not None:
-            saved["torch"].set_printoptions(profile="default")
+        real = sys.modules.get("torch")
+        if real is not None and real is not tt:
+            real.set_printoptions(profile="default")
         tt.set_printoptions(profile="default")
     return re.sub(r"0x[0-9a-f]+", "0x?", buf.getvalue())
 
