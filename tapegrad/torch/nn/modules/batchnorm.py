@@ -14,6 +14,28 @@ from tapegrad.torch.nn.parameter import Parameter
 __all__ = ["BatchNorm1d", "BatchNorm2d"]  # (_NormBase: also the base of InstanceNorm*)
 
 
+def _affine(m: Module, shape: tuple[int, ...], on: bool, bias: bool, dtype: Any, device: Any) -> None:
+    """Register ``m.weight`` and ``m.bias`` of ``shape`` (``bias`` False: no bias;
+    ``on`` False: neither, both None) and initialise them (ones, zeros)."""
+    if on:
+        m.weight = Parameter(empty(shape, dtype=dtype, device=device))
+        if bias:
+            m.bias = Parameter(empty(shape, dtype=dtype, device=device))
+        else:
+            m.register_parameter("bias", None)
+    else:
+        m.register_parameter("weight", None)
+        m.register_parameter("bias", None)
+    _reset_affine(m)
+
+
+def _reset_affine(m: Module) -> None:
+    if m.weight is not None:
+        init.ones_(m.weight)
+    if m.bias is not None:
+        init.zeros_(m.bias)
+
+
 class _NormBase(Module):
     """The parameters and buffers that batch and instance normalisation share:
     ``weight`` (ones) and ``bias`` (zeros) when ``affine`` (``bias=False``: no
@@ -29,15 +51,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(empty(num_features, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(empty(num_features, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, (num_features,), affine, bias, dtype, device)
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, dtype=dtype, device=device))
             self.register_buffer("running_var", ones(num_features, dtype=dtype, device=device))

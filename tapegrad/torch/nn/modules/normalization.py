@@ -6,13 +6,10 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from tapegrad.torch._creation import empty
 from tapegrad.torch._tensor import Tensor
 from tapegrad.torch.nn import functional as F
-from tapegrad.torch.nn import init
-from tapegrad.torch.nn.modules.batchnorm import _NormBase
+from tapegrad.torch.nn.modules.batchnorm import _affine, _NormBase, _reset_affine
 from tapegrad.torch.nn.modules.module import Module
-from tapegrad.torch.nn.parameter import Parameter
 
 __all__ = ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "LayerNorm"]
 
@@ -29,22 +26,10 @@ class LayerNorm(Module):
         self.normalized_shape = shape
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(empty(shape, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(empty(shape, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _affine(self, shape, elementwise_affine, bias, dtype, device)
 
     def reset_parameters(self) -> None:
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -68,22 +53,10 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(empty(num_channels, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(empty(num_channels, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _affine(self, (num_channels,), affine, bias, dtype, device)
 
     def reset_parameters(self) -> None:
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
