@@ -7,6 +7,7 @@ a path given on an example's command line is used as it is.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -25,3 +26,17 @@ def ready(path: str) -> str:
     """Create the folder ``path`` goes into, if missing; return ``path``."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend (files only, no window), or None
+    when matplotlib is not installed (the example then says it skipped the plot)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: skipped the plot")
+        return None
+    return plt

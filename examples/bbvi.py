@@ -31,7 +31,7 @@ import argparse
 import time
 
 import numpy as np
-from _output import default_output, ready
+from _output import default_output, pyplot, ready
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
@@ -85,13 +85,8 @@ def main() -> None:
     print(f"q: mean ({params['mean'][0]:+.3f}, {params['mean'][1]:+.3f}), std ({std[0]:.3f}, {std[1]:.3f})")
     print(f"fit took {time.perf_counter() - start:.2f} s")
 
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: skipped the plot")
+    plt = pyplot()
+    if plt is None:
         return
     n = 80 if args.small else 200
     X, Y = np.meshgrid(np.linspace(-2, 2, n), np.linspace(-4, 2, n))

@@ -25,7 +25,7 @@ import argparse
 import time
 
 import numpy as np
-from _output import default_output, ready
+from _output import default_output, pyplot, ready
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
@@ -115,13 +115,8 @@ def main() -> None:
     print(f"posterior mean RMS residual on the data {resid:.4f} (noise sd 0.1)")
     print(f"fit took {time.perf_counter() - start:.2f} s")
 
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: skipped the plot")
+    plt = pyplot()
+    if plt is None:
         return
     fig, ax = plt.subplots(figsize=(8, 4.5))
     ax.fill_between(xs, mean - 2 * sd, mean + 2 * sd, color="C0", alpha=0.25, label="mean +- 2 sd")

@@ -25,7 +25,7 @@ import argparse
 import time
 
 import numpy as np
-from _output import default_output, ready
+from _output import default_output, pyplot, ready
 from scipy.optimize import minimize
 
 import tapegrad as tg
@@ -92,13 +92,8 @@ def main() -> None:
     print("recovered the true parameters (within the noise)")
     print(f"fit took {time.perf_counter() - start:.2f} s")
 
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: skipped the plot")
+    plt = pyplot()
+    if plt is None:
         return
     ts = np.linspace(0.0, horizon, 200 if args.small else 500)
     fig, ax = plt.subplots(figsize=(8, 4.5))

@@ -10,6 +10,7 @@ traced argument each takes NumPy's own path.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -112,31 +113,27 @@ r_ = _AxisConcatenator(np.r_, 0, 1, -1)
 c_ = _AxisConcatenator(np.c_, -1, 2, 0)
 
 
-def vsplit(ary: Any, indices_or_sections: Any) -> list[Any]:
-    if not _traced(ary):
-        return np.vsplit(ary, indices_or_sections)
-    ary = _arr(ary)
-    if ary.ndim < 2:
-        raise ValueError("vsplit only works on arrays of 2 or more dimensions")
-    return d.split(ary, indices_or_sections, 0)
+def _split_along(name: str, min_ndim: int, axis: Callable[[int], int]) -> Callable[[Any, Any], list[Any]]:
+    """NumPy's ``name`` (``vsplit``...): ``split`` along ``axis(ndim)`` of an array of
+    at least ``min_ndim`` dims."""
+    np_fn = getattr(np, name)
+
+    def split(ary: Any, indices_or_sections: Any) -> list[Any]:
+        if not _traced(ary):
+            return np_fn(ary, indices_or_sections)  # type: ignore[no-any-return]
+        ary = _arr(ary)
+        if ary.ndim < min_ndim:
+            raise ValueError(f"{name} only works on arrays of {min_ndim} or more dimensions")
+        return d.split(ary, indices_or_sections, axis(ary.ndim))  # type: ignore[no-any-return]
+
+    split.__name__ = split.__qualname__ = name
+    split.__doc__ = f"``numpy.{name}``: ``split`` along axis {axis(min_ndim)} (a list of arrays)."
+    return split
 
 
-def hsplit(ary: Any, indices_or_sections: Any) -> list[Any]:
-    if not _traced(ary):
-        return np.hsplit(ary, indices_or_sections)
-    ary = _arr(ary)
-    if ary.ndim == 0:
-        raise ValueError("hsplit only works on arrays of 1 or more dimensions")
-    return d.split(ary, indices_or_sections, 1 if ary.ndim > 1 else 0)
-
-
-def dsplit(ary: Any, indices_or_sections: Any) -> list[Any]:
-    if not _traced(ary):
-        return np.dsplit(ary, indices_or_sections)
-    ary = _arr(ary)
-    if ary.ndim < 3:
-        raise ValueError("dsplit only works on arrays of 3 or more dimensions")
-    return d.split(ary, indices_or_sections, 2)
+vsplit = _split_along("vsplit", 2, lambda nd: 0)
+hsplit = _split_along("hsplit", 1, lambda nd: 1 if nd > 1 else 0)
+dsplit = _split_along("dsplit", 3, lambda nd: 2)
 
 
 # --- rearranging --------------------------------------------------------------------------------------
