@@ -29,7 +29,7 @@ def array_module(*xs: Any) -> ModuleType:
     for x in xs:
         x = value(x)
         while type(x) is Traced:  # batched by vmap: its array says
-            x = value(x._node)
+            x = value(x._tape.lower(x))
         mod = type(x).__module__
         if mod.startswith("cupy"):
             kind = "cuda"

@@ -1,17 +1,12 @@
 """Batching: the level ``vmap`` pushes, its batched values and the batching rules.
 
-A *batched value* is a ``Traced`` whose tape is a
-``BatchTrace``: a level on the same stack as the differentiation tapes,
-so that ``vmap`` nests with ``grad`` and friends in either order, by level.
-Its array (``_node``) carries the batch as axis 0; its ``_value`` is a second
-traced value of the same level around an ``Aval``, the per-example shape
-and dtype that ``.shape``, ``.ndim``, ``.dtype``, ``len()`` report. (That
-inner traced value sends every fast path of the engine, which runs a
-primitive straight on a traced value's ``_value`` when that is not itself
-traced, to its general path, which finds the highest level among the
-arguments; when that is a batch level, its ``BatchTrace.apply`` runs the
-primitive's batching rule. Plain arrays and the tapes' hot paths pay nothing
-for it.)
+A *batched value* is a ``Traced`` whose level is a ``BatchTrace``: a level
+on the same stack as the differentiation tapes, so that ``vmap`` nests with
+``grad`` and friends in either order, by level. It is ``abstract`` (see
+``tapegrad.level``): its ``_value`` is the per-example ``Aval`` (the shape
+and dtype that ``.shape``, ``.ndim``, ``.dtype``, ``len()`` report) and its
+payload ``_array`` carries the batch as axis 0. Every primitive on it reaches
+``BatchTrace.process``, which runs the primitive's batching rule.
 
 A batching rule is ``rule(args, batched, size, **kwargs)``: ``args`` are the
 primitive's arguments with each batched one replaced by its array (batch on
@@ -29,18 +24,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from typing_extensions import Self
 
-from tapegrad import tape as _tape
 from tapegrad.axes import normalize_axis
+from tapegrad.level import Level
+from tapegrad.primitive import Primitive
 from tapegrad.tracer import Traced, value
 
 BatchRule = Callable[..., Any]
-
-# tapegrad.numpy (for the loop's slices and stack), set when it is imported:
-# tapegrad.numpy imports this module's rules, not the other way round
-_numpy: Any = None
-
 
 ESCAPED = ("tapegrad.vmap: a batched value was used after the vmap that made it returned (it "
            "escaped through a side effect: a list, a global, an attribute); return it from the "
@@ -95,42 +85,15 @@ class Aval:
     __pow__ = __rpow__ = __matmul__ = __rmatmul__ = __neg__ = __getitem__ = _escaped
 
 
-class ApplyingLevel:
-    """A level of the tapes' stack that runs primitives itself (its
-    ``apply``) instead of recording entries: a ``vmap``'s, a ``jit``'s.
-    While entered, it is on the stack, above the levels entered before it."""
-
-    applies = True  # (see tapegrad.primitive._apply)
-    batching = False
-
-    def __init__(self) -> None:
-        self.active = False
-        self.level = -1
-
-    def __enter__(self) -> Self:
-        tapes = _tape._stack.tapes
-        self.level = len(tapes) + 1
-        tapes.append(self)  # type: ignore[arg-type]
-        self.active = True
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        tapes = _tape._stack.tapes
-        if tapes and tapes[-1] is self:
-            tapes.pop()
-        else:
-            tapes.remove(self)  # type: ignore[arg-type]
-        self.active = False
-
-
-class BatchTrace(ApplyingLevel):
+class BatchTrace(Level):
     """One ``vmap`` level: its values are batched along axis 0 of their
-    arrays, ``size`` long."""
+    arrays (``_array``), ``size`` long; their abstract value (``_value``) is
+    the per-example ``Aval``."""
 
-    batching = True
+    abstract = True
+    what = "a batched value of a vmap"
 
     def __init__(self, size: int) -> None:
-        super().__init__()
         self.size = size
 
     def wrap(self, arr: Any) -> Traced:
@@ -141,37 +104,63 @@ class BatchTrace(ApplyingLevel):
                 f"tapegrad.vmap: a batching rule returned shape {tuple(shape)}, which has no "
                 f"batch axis of size {self.size}"
             )
-        return Traced(Traced(Aval(shape[1:], arr.dtype), self, arr), self, arr)
+        out = Traced(Aval(shape[1:], arr.dtype), self, None)
+        out._array = arr
+        return out
 
-    def apply(self, prim: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Traced:
-        """Run primitive ``prim`` on ``args``, some of them batched on this level."""
-        if not self.active:
+    def process(self, prim: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Traced:
+        """Run primitive ``prim`` on ``args``, some of them batched on this level:
+        its batching rule (``BATCH_RULES``), or a loop over the batch."""
+        if not self.entered:
             raise TypeError(ESCAPED)
         raw = list(args)
         batched = [False] * len(raw)
         for i, a in enumerate(args):
             if type(a) is Traced and a._tape is self:
-                raw[i] = a._node
+                raw[i] = a._array
                 batched[i] = True
         kw_batched = [k for k, v in kwargs.items() if type(v) is Traced and v._tape is self]
         if kw_batched:  # (rules take batched values as positional arguments: loop)
-            kw = {k: v._node if k in kw_batched else v for k, v in kwargs.items()}
+            kw = {k: v._array if k in kw_batched else v for k, v in kwargs.items()}
             return self.wrap(loop_rule(prim.wrapped, raw, batched, self.size, kw_batched=kw_batched, **kw))
-        rule = prim.batch_rule
+        rule = BATCH_RULES.get(prim)
         out = None if rule is None else rule(raw, batched, self.size, **kwargs)
         if out is None:  # no rule, or none for this case
             out = loop_rule(prim.wrapped, raw, batched, self.size, **kwargs)
         return self.wrap(out)
 
+    def process_nondifferentiable(self, fun: Callable[..., Any], again: Callable[..., Any],
+                                  args: list[Any], kwargs: dict[str, Any]) -> Any:
+        return apply_nondifferentiable(fun, again, args, kwargs)
+
+    def refuse(self, x: Any, what: str) -> TypeError:
+        return TypeError(
+            f"tapegrad.vmap: cannot convert a batched value to {what}: its value differs "
+            "from example to example inside vmap; compute with tapegrad.numpy functions on "
+            "it (tnp.where to select per example), or return it from the mapped function."
+        )
+
+    def keep(self, x: Any) -> Any:
+        arr = value(x._array)  # (the value of its array: no gradient through it)
+        return x if arr is x._array else self.wrap(arr)
+
+    def describe(self, x: Any) -> str:
+        aval = x._value
+        return (f"Batched(shape={tuple(aval.shape)}, dtype={aval.dtype}, "
+                f"batch_size={self.size}, level={self.level}, values={x._array!r})")
+
+
+BATCH_RULES: dict[Any, BatchRule | None] = {}  # primitive -> its batching rule (see defbatch)
+
 
 def is_batched(x: Any) -> bool:
     """Is ``x`` a batched value (of any vmap level)?"""
-    return type(x) is Traced and getattr(x._tape, "batching", False)
+    return type(x) is Traced and type(x._tape) is BatchTrace
 
 
 def array_of(x: Any, trace: BatchTrace) -> Any:
     """The array of ``x`` if it is batched on ``trace`` (batch on axis 0), else ``x``."""
-    return x._node if type(x) is Traced and x._tape is trace else x
+    return x._array if type(x) is Traced and x._tape is trace else x
 
 
 # --- generic rules -------------------------------------------------------------------------------
@@ -183,15 +172,14 @@ def loop_rule(fn: Callable[..., Any], args: Sequence[Any], batched: Sequence[boo
     rule of a primitive that has none). Differentiable: the slices and the
     stack are tapegrad operations. ``kw_batched`` names keyword arguments
     that are batched too."""
-    tnp = _numpy
     if size == 0:  # nothing to call: one call on zeros gives the per-example shape
-        probe = [tnp.zeros(a.shape[1:], a.dtype) if b else a for a, b in zip(args, batched)]
-        kw0 = {k: tnp.zeros(v.shape[1:], v.dtype) if k in kw_batched else v for k, v in kwargs.items()}
+        probe = [np.zeros(a.shape[1:], a.dtype) if b else a for a, b in zip(args, batched)]
+        kw0 = {k: np.zeros(v.shape[1:], v.dtype) if k in kw_batched else v for k, v in kwargs.items()}
         out = fn(*probe, **kw0)
-        return tnp.zeros((0,) + tuple(np.shape(out)), np.result_type(out))
+        return np.zeros((0,) + tuple(np.shape(out)), np.result_type(out))
     outs = [fn(*[a[i] if b else a for a, b in zip(args, batched)],
                **{k: v[i] if k in kw_batched else v for k, v in kwargs.items()}) for i in range(size)]
-    return tnp.stack(outs)
+    return np.stack(outs)
 
 
 def move_to_front(x: Any, nd: int) -> Any:
@@ -251,9 +239,9 @@ def defbatch(prim_fn: Callable[..., Any], rule: BatchRule | None) -> None:
         >>> tg.defbatch(my_prim, lambda args, batched, size: my_prim(*args))  # takes leading axes
     """
     prim = getattr(prim_fn, "primitive", None)
-    if prim is None or not hasattr(prim, "batch_rule"):
+    if not isinstance(prim, Primitive):
         raise TypeError(f"{prim_fn!r} is not a tapegrad primitive; wrap it with tg.primitive")
-    prim.batch_rule = rule
+    BATCH_RULES[prim] = rule
 
 
 # --- functions with no gradient (comparisons, argmax, shape queries...) ----------------------
@@ -287,7 +275,7 @@ def apply_nondifferentiable(fun: Callable[..., Any], again: Callable[..., Any], 
         stand_in = [np.broadcast_to(np.zeros((), a.dtype), a.shape) if type(a) is Traced else a
                     for a in args]
         return fun(*stand_in, **kwargs)
-    if not trace.batching:  # a jit trace: it writes the call down
+    if type(trace) is not BatchTrace:  # a jit trace: it writes the call down
         return trace.apply_nondiff(fun, args, kwargs)
     out = None
     bound: inspect.BoundArguments | None = None
@@ -321,7 +309,7 @@ def _loop(name: str, again: Callable[..., Any], raw: list[Any], batched: list[bo
     keys = [k for k, v in kwargs.items() if type(v) is Traced and v._tape is trace]
     fixed = {k: v for k, v in kwargs.items() if k not in keys}
     n_args = len(raw)
-    raw = raw + [kwargs[k]._node for k in keys]
+    raw = raw + [kwargs[k]._array for k in keys]
     batched = batched + [True] * len(keys)
 
     def call(*a: Any) -> Any:
@@ -373,8 +361,8 @@ def _axis_rule(again: Callable[..., Any], raw: list[Any], batched: list[bool], s
         return again(x, **kw)
     keep = kw.pop("keepdims", False) is True  # (argmax/argmin: the flattened index, kept as 1s)
     kw["axis"] = 1
-    out = again(_numpy.reshape(x, (size, -1)), **kw)
-    return _numpy.reshape(out, (size,) + (1,) * nd) if keep else out
+    out = again(np.reshape(x, (size, -1)), **kw)
+    return np.reshape(out, (size,) + (1,) * nd) if keep else out
 
 
 def _elementwise_rule(again: Callable[..., Any], raw: list[Any], batched: list[bool], size: int,
@@ -383,12 +371,12 @@ def _elementwise_rule(again: Callable[..., Any], raw: list[Any], batched: list[b
 
 
 def _per_example_all(x: Any) -> Any:
-    return _numpy.all(x, axis=tuple(range(1, np.ndim(x))))
+    return np.all(x, axis=tuple(range(1, np.ndim(x))))
 
 
 def _allclose_rule(again: Callable[..., Any], raw: list[Any], batched: list[bool], size: int,
                    kwargs: dict[str, Any], bound: Any) -> Any:
-    return _per_example_all(elementwise_rule(_numpy.isclose)(raw, batched, size, **kwargs))
+    return _per_example_all(elementwise_rule(np.isclose)(raw, batched, size, **kwargs))
 
 
 def _array_equal_rule(again: Callable[..., Any], raw: list[Any], batched: list[bool], size: int,
@@ -399,11 +387,10 @@ def _array_equal_rule(again: Callable[..., Any], raw: list[Any], batched: list[b
         return None
     if np.shape(a1)[batched[0]:] != np.shape(a2)[batched[1]:]:
         return np.zeros(size, bool)  # (the shapes differ in every example)
-    tnp = _numpy
-    eq = elementwise_rule(tnp.equal)([a1, a2], batched[:2], size)
+    eq = elementwise_rule(np.equal)([a1, a2], batched[:2], size)
     if equal_nan and np.result_type(a1, a2).kind in "fc":
-        both_nan = elementwise_rule(tnp.logical_and)([tnp.isnan(a1), tnp.isnan(a2)], batched[:2], size)
-        eq = tnp.logical_or(eq, both_nan)
+        both_nan = elementwise_rule(np.logical_and)([np.isnan(a1), np.isnan(a2)], batched[:2], size)
+        eq = np.logical_or(eq, both_nan)
     return _per_example_all(eq)
 
 
@@ -413,27 +400,25 @@ def _real_kinds(*xs: Any) -> bool:
 
 def _below(p: Any, q: Any) -> Any:
     """``p < q`` in NumPy's sort order (NaN after every number)."""
-    tnp = _numpy
-    lt = tnp.less(p, q)
+    lt = np.less(p, q)
     if np.result_type(p, q).kind == "f":
-        lt = tnp.logical_or(lt, tnp.logical_and(tnp.isnan(q), tnp.logical_not(tnp.isnan(p))))
+        lt = np.logical_or(lt, np.logical_and(np.isnan(q), np.logical_not(np.isnan(p))))
     return lt
 
 
 def _edges_and_values(a: Any, ba: bool, v: Any, bv: bool, size: int) -> tuple[Any, Any]:
     """Per-example 1-D edges ``a`` against every value of ``v``: ``a`` as
     ``(size, 1..., n)`` and ``v`` with a last axis of 1 (they broadcast)."""
-    tnp = _numpy
     if type(v) is not Traced:
         v = np.asarray(v)
     rank = np.ndim(v) - bv
     if ba:
-        a = tnp.reshape(a, (size,) + (1,) * rank + (a.shape[-1],))
-    return a, tnp.expand_dims(v, -1)
+        a = np.reshape(a, (size,) + (1,) * rank + (a.shape[-1],))
+    return a, np.expand_dims(v, -1)
 
 
 def _count(mask: Any) -> Any:
-    return _numpy.count_nonzero(mask, axis=-1)  # (intp, as searchsorted's)
+    return np.count_nonzero(mask, axis=-1)  # (intp, as searchsorted's)
 
 
 def _searchsorted_rule(again: Callable[..., Any], raw: list[Any], batched: list[bool], size: int,
@@ -453,9 +438,9 @@ def _searchsorted_rule(again: Callable[..., Any], raw: list[Any], batched: list[
         return None
     if not (ba or bv):  # (only the sorter is batched)
         out = again(a, v, side)
-        return _numpy.broadcast_to(out, (size,) + tuple(np.shape(out)))
+        return np.broadcast_to(out, (size,) + tuple(np.shape(out)))
     edges, vals = _edges_and_values(a, ba, v, bv, size)
-    return _count(_below(edges, vals) if side == "left" else _numpy.logical_not(_below(vals, edges)))
+    return _count(_below(edges, vals) if side == "left" else np.logical_not(_below(vals, edges)))
 
 
 def _digitize_rule(again: Callable[..., Any], raw: list[Any], batched: list[bool], size: int,
@@ -468,18 +453,17 @@ def _digitize_rule(again: Callable[..., Any], raw: list[Any], batched: list[bool
         return again(x, bins, right=right)
     if len(batched) > 2 and batched[2] or not _real_kinds(x, bins):
         return None
-    tnp = _numpy
-    up = tnp.any(tnp.less(bins[:, :-1], bins[:, 1:]), axis=-1)  # NumPy's test, NaN steps ignored
-    down = tnp.any(tnp.greater(bins[:, :-1], bins[:, 1:]), axis=-1)
+    up = np.any(np.less(bins[:, :-1], bins[:, 1:]), axis=-1)  # NumPy's test, NaN steps ignored
+    down = np.any(np.greater(bins[:, :-1], bins[:, 1:]), axis=-1)
     if type(up) is not Traced and np.any(up & down):  # (a lower vmap level's values are not read)
         raise ValueError("bins must be monotonically increasing or decreasing")
     edges, vals = _edges_and_values(bins, True, x, batched[0], size)
     if right:  # increasing: #(edges < x); decreasing: #(edges >= x)
-        inc, dec = _count(_below(edges, vals)), _count(tnp.logical_not(_below(edges, vals)))
+        inc, dec = _count(_below(edges, vals)), _count(np.logical_not(_below(edges, vals)))
     else:  # increasing: #(edges <= x); decreasing: #(edges > x)
-        inc, dec = _count(tnp.logical_not(_below(vals, edges))), _count(_below(vals, edges))
-    dec_b = move_to_front(tnp.logical_and(down, tnp.logical_not(up)), np.ndim(inc) - 1)
-    return tnp.where(dec_b, dec, inc)
+        inc, dec = _count(np.logical_not(_below(vals, edges))), _count(_below(vals, edges))
+    dec_b = move_to_front(np.logical_and(down, np.logical_not(up)), np.ndim(inc) - 1)
+    return np.where(dec_b, dec, inc)
 
 
 _NONDIFF_RULES: dict[str, Callable[..., Any]] = {

@@ -13,13 +13,14 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tapegrad.tape import Entry, leaf_entry, next_index, pack_rules
+from tapegrad.level import Level
+from tapegrad.tape import Entry, Tape, leaf_entry, next_index, pack_rules
 from tapegrad.tracer import Traced
 
 _new_obj = object.__new__
 
 
-class GraphTape(threading.local):
+class GraphTape(threading.local, Level):
     """A tape whose graph is owned by its values (the torch facade's).
 
     It sits at level 0, below every functional tape, and records while its
@@ -34,9 +35,9 @@ class GraphTape(threading.local):
     attribute: it is read on every op).
     """
 
-    applies = False  # (see Tape.applies)
-    batching = False
-    level = 0
+    level = 0  # (below every level entered: see tapegrad.level)
+    what = "a value of a graph tape"
+    process = Tape.process  # (the same general path as a tape's)
 
     def __init__(self) -> None:
         self.active = True

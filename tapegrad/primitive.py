@@ -11,17 +11,14 @@ tape's ``record``, the one place that builds entries (see
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Sequence
 from types import FunctionType
 from typing import Any
 
 import numpy as np
 
-from tapegrad import tape as _tape
 from tapegrad._where import op_error, reraised
-from tapegrad.tape import Entry
-from tapegrad.tracer import Traced, value
+from tapegrad.tracer import NUMPY_DISPATCH, Traced, value
 
 VjpMaker = Callable[..., Callable[[Any], Any]]
 
@@ -33,7 +30,7 @@ class Primitive:
     """The rule record of one primitive (what the tape keeps a reference to)."""
 
     __slots__ = ("name", "fun", "wrapped", "vjps", "vjp_argnum", "jvps", "jvp_argnum",
-                 "vjps_batched", "jvps_batched", "batch_rule")
+                 "vjps_batched", "jvps_batched")
 
     def __init__(self, fun: Callable[..., Any], name: str) -> None:
         self.name = name
@@ -43,7 +40,6 @@ class Primitive:
         self.vjp_argnum: Callable[..., Callable[[Any], Any]] | None = None
         self.jvps: dict[int, VjpMaker | None] = {}
         self.jvp_argnum: Callable[..., Callable[[Any], Any]] | None = None
-        self.batch_rule: Callable[..., Any] | None = None  # (see tapegrad.batching; None: a loop)
         # Do the rules take leading batch axes (``g.shape == batch + ans.shape``)?
         # If not, a transform pushing a batch calls them once per element (see
         # tapegrad.tape.map_batch). Declared by defvjp/defjvp(batched=...);
@@ -97,22 +93,27 @@ def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[...,
 
     @functools.wraps(fun)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
+        # The fast paths: one or two values of a recording tape (``Tape.process``
+        # unrolled; ``tape.active`` is the one test of the level, as cheap as a
+        # plain attribute gets), then plain arrays (a rule's work in a backward
+        # pass). Everything else goes to ``_apply``: the top level processes it.
         n = len(args)
         if n == 1:
             a = args[0]
             if type(a) is Traced:
+                tape = a._tape
                 x = a._value
-                if type(x) is not Traced:  # the hot cases, _apply1 unrolled (-0.07 us)
-                    try:  # (prim.fun: debug_nans swaps it)
-                        ans = prim.fun(x, **kwargs) if kwargs else prim.fun(x)
-                    except ValueError as e:  # (NumPy refused the shapes: say which op and where)
-                        raise op_error(prim.name, args, e)  # noqa: B904 (op_error sets the cause)
-                    tape = a._tape
-                    if tape.active:
+                if type(x) is not Traced:
+                    if tape.active:  # (prim.fun: debug_nans swaps it)
+                        try:
+                            ans = prim.fun(x, **kwargs) if kwargs else prim.fun(x)
+                        except ValueError as e:  # (NumPy refused the shapes: say which op and where)
+                            raise op_error(prim.name, args, e)  # noqa: B904 (op_error sets the cause)
                         return tape.record(prim, ans, args, (x,), kwargs, _FIRST)
-                    return ans  # a value of a tape no longer recording (a rule's residual in a plain backward)
+                    if not tape.abstract:  # a tape no longer recording: its values are constants
+                        return prim.fun(x, **kwargs) if kwargs else prim.fun(x)
                 try:
-                    return _apply1(prim, a, kwargs)
+                    return _apply(prim, args, kwargs)
                 except ValueError as e:  # (worded below: the traceback restarts here)
                     raise reraised(e)  # noqa: B904
             # plain arrays (a rule's work in a backward pass): no ``**{}`` (it costs 60 ns)
@@ -125,16 +126,14 @@ def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[...,
             if type(a) is Traced:
                 if type(b) is Traced:
                     tape = a._tape
-                    if tape is b._tape:  # the hot cases, _apply2 unrolled (-0.08 us)
+                    if tape is b._tape and tape.active:  # the hot cases, unrolled
                         x, y = a._value, b._value
                         if type(x) is not Traced and type(y) is not Traced:
                             try:
                                 ans = prim.fun(x, y, **kwargs) if kwargs else prim.fun(x, y)
                             except ValueError as e:
                                 raise op_error(prim.name, args, e)  # noqa: B904
-                            if tape.active:
-                                return tape.record(prim, ans, args, (x, y), kwargs, _BOTH)
-                            return ans  # (values of a tape no longer recording)
+                            return tape.record(prim, ans, args, (x, y), kwargs, _BOTH)
                     try:
                         return _apply2(prim, a, b, kwargs)
                     except ValueError as e:  # (worded below: the traceback restarts here)
@@ -168,16 +167,13 @@ def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[...,
     return wrapped
 
 
-LIST_TO_ARRAY: list[Callable[[Any], Any] | None] = [None]  # tnp.array (tapegrad.numpy sets it: no import cycle)
-
-
 def _listed(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any], err: TypeError) -> Any:
     """A primitive called with no traced argument raised ``err``: if a list or
     tuple argument holds traced values (NumPy's array_like), NumPy's conversion
     of it refused them; call again with each such argument as one traced array
     (``tnp.array``). Otherwise ``err`` stands. Only reached after a TypeError,
     so the plain path pays nothing for it."""
-    array = LIST_TO_ARRAY[0]
+    array = NUMPY_DISPATCH.get(np.array)  # (tapegrad.numpy's array, once it is imported)
     if array is None:
         raise err
 
@@ -213,91 +209,51 @@ def _refuse_lists(args: Sequence[Any], kwargs: dict[str, Any]) -> None:
 
 
 def _apply(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """The recording path (at least one argument is traced). Kept lean: this
-    is the per-op cost of every traced operation."""
-    tape = None
-    level = -1
-    nested = False  # do lower-level traced values take part?
+    """The general path (at least one argument is traced): the highest level
+    among the arguments processes the call (see ``tapegrad.level``)."""
+    top = None
     for a in args:
         if type(a) is Traced:
             t = a._tape
-            if not t.active:  # values of tapes no longer recording are constants
-                return prim.wrapped(*[_unbox_stale(b) for b in args], **kwargs)
-            if t is not tape:
-                if t.level > level:
-                    nested = tape is not None
-                    tape, level = t, t.level
-                else:
-                    nested = True
-    assert tape is not None
-    if tape.applies:
-        _refuse_lists(args, kwargs)  # (vmap and jit: they would take such a list as a constant)
-        try:
-            return tape.apply(prim, args, kwargs)
-        except ValueError as e:
-            raise op_error(prim.name, args, e)  # noqa: B904
-    raw = list(args)
-    argnums = []
-    for i, a in enumerate(args):
-        if type(a) is Traced and a._tape is tape:
-            v = raw[i] = a._value
-            if type(v) is Traced:
-                nested = True
-            argnums.append(i)
-    if nested:  # (the lower level would take such a list as a constant: this level converts it)
+            if top is None or t.level > top.level:
+                top = t
+    assert top is not None
+    if not top.active:  # (vmap and jit would take such a list as a constant; a tape converts it)
         _refuse_lists(args, kwargs)
     try:
-        ans = prim.wrapped(*raw, **kwargs) if nested else prim.fun(*raw, **kwargs)
+        return top.process(prim, args, kwargs)
     except ValueError as e:  # (NumPy refused the shapes: say which op and where)
         raise op_error(prim.name, args, e)  # noqa: B904 (op_error sets the cause)
-    return tape.record(prim, ans, args, raw, kwargs, argnums)
 
 
 def top_tape(args: Sequence[Any]) -> Any:
-    """The highest active tape among the traced values in ``args`` (or None)."""
+    """The highest level entered among the traced values in ``args`` (or None):
+    a recording tape, or a level that processes primitives in its own way."""
     tape = None
     for a in args:
         if type(a) is Traced:
             t = a._tape
-            if t.active and (tape is None or t.level > tape.level):
+            if (t.active or t.abstract and t.entered) and (tape is None or t.level > tape.level):
                 tape = t
     return tape
 
 
 def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
-    """``_apply`` unrolled for two arguments (binary operators: the hot case)."""
+    """``_apply`` unrolled for two arguments on a recording tape (binary
+    operators and functions with a constant: the hot cases)."""
     ta = type(a) is Traced
     tb = type(b) is Traced
     if ta and tb:
-        A, B = a._tape, b._tape
-        if not (A.active and B.active):
-            return prim.wrapped(_unbox_stale(a), _unbox_stale(b), **kwargs)
-        if A is not B:
-            if A.level > B.level:
-                tb = False
-            else:
-                ta = False
-        tape = A if ta else B
-    elif ta:
+        if a._tape is not b._tape:
+            return _apply(prim, (a, b), kwargs)
         tape = a._tape
-        if not tape.active:  # e.g. a saved value read in a plain backward pass
-            x = a._value
-            if type(x) is not Traced and type(b) is not Traced:
-                return prim.fun(x, b, **kwargs) if kwargs else prim.fun(x, b)
-            return prim.wrapped(_unbox_stale(a), b, **kwargs)
     else:
-        tape = b._tape
-        if not tape.active:
-            y = b._value
-            if type(y) is not Traced and type(a) is not Traced:
-                return prim.fun(a, y, **kwargs) if kwargs else prim.fun(a, y)
-            return prim.wrapped(a, _unbox_stale(b), **kwargs)
+        tape = a._tape if ta else b._tape
+    if not tape.active:
+        return _apply(prim, (a, b), kwargs)
+    x = a._value if ta else a
+    y = b._value if tb else b
     try:
-        if tape.applies:
-            _refuse_lists((a, b), kwargs)
-            return tape.apply(prim, (a, b), kwargs)
-        x = a._value if ta else a
-        y = b._value if tb else b
         if type(x) is Traced or type(y) is Traced:
             _refuse_lists((a, b), kwargs)
             ans = prim.wrapped(x, y, **kwargs)
@@ -331,25 +287,26 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
             if type(other) is not float and type(other) is not np.ndarray and type(other) is not int and defers_to(other):
                 return NotImplemented
             tape = self._tape
-            try:
-                if reflected:
-                    ans, args, raw = prim.fun(other, x), (other, self), (other, x)
-                else:
-                    ans, args, raw = prim.fun(x, other), (self, other), (x, other)
-            except ValueError as e:  # (NumPy refused the shapes: say which op and where)
-                raise op_error(prim.name, (other, self) if reflected else (self, other), e)  # noqa: B904
-            if not tape.active:  # a stale value: plain arithmetic
-                return ans
-            if type(other) is not float:
-                return tape.record(prim, ans, args, raw, _NO_KWARGS, argnums)
-            c = rules.get(other)  # (the same scalar and maker: see keep_scalar_rule)
-            maker = prim.vjps.get(argnum)
-            if c is not None and c[1] is maker and (other or c[0] is other):
-                return tape.record(prim, ans, args, raw, _NO_KWARGS, argnums, c[2])
-            out = tape.record(prim, ans, args, raw, _NO_KWARGS, argnums)
-            keep_scalar_rule(rules, maker, other, out._node, x, self)
-            return out
-        if type(other) is not Traced and defers_to(other):
+            if tape.active:
+                try:
+                    if reflected:
+                        ans, args, raw = prim.fun(other, x), (other, self), (other, x)
+                    else:
+                        ans, args, raw = prim.fun(x, other), (self, other), (x, other)
+                except ValueError as e:  # (NumPy refused the shapes: say which op and where)
+                    raise op_error(prim.name, (other, self) if reflected else (self, other), e)  # noqa: B904
+                if type(other) is not float:
+                    return tape.record(prim, ans, args, raw, _NO_KWARGS, argnums)
+                c = rules.get(other)  # (the same scalar and maker: see keep_scalar_rule)
+                maker = prim.vjps.get(argnum)
+                if c is not None and c[1] is maker and (other or c[0] is other):
+                    return tape.record(prim, ans, args, raw, _NO_KWARGS, argnums, c[2])
+                out = tape.record(prim, ans, args, raw, _NO_KWARGS, argnums)
+                keep_scalar_rule(rules, maker, other, out._node, x, self)
+                return out
+            if not tape.abstract:  # a stale value: plain arithmetic
+                return prim.fun(other, x) if reflected else prim.fun(x, other)
+        elif type(other) is not Traced and defers_to(other):
             return NotImplemented
         try:
             if reflected:
@@ -392,8 +349,8 @@ def keep_scalar_rule(rules: dict[float, tuple[Any, ...]], maker: Any, s: float, 
     -0.0 are equal keys with different products), and the same maker
     (debug_nans swaps them). Operators whose rule reads the operand or the
     output (``x ** 2.0``) are never cached."""
-    if maker is None or not isinstance(node, Entry) or hasattr(node, "res"):
-        return  # (no rule of its own; a forward trace's tangent; a rule that keeps its output)
+    if maker is None or node is None or hasattr(node, "res"):
+        return  # (no rule of its own; no entry (a forward trace's); a rule that keeps its output)
     vjp = node.vjps
     if type(vjp) is not FunctionType:
         return
@@ -410,32 +367,22 @@ _NO_KWARGS: dict[str, Any] = {}
 
 
 def _apply1(prim: Primitive, a: Traced, kwargs: dict[str, Any]) -> Any:
-    """``_apply`` for one traced argument (unary functions and methods)."""
+    """A primitive of one traced argument (unary operators and methods): the
+    fast path of ``wrapped``, else ``_apply``."""
     tape = a._tape
-    if tape.applies:
-        try:
-            return tape.apply(prim, (a,), kwargs)
-        except ValueError as e:
-            raise op_error(prim.name, (a,), e)  # noqa: B904
     x = a._value
-    if not tape.active:  # e.g. a saved value read in a plain backward pass
-        if type(x) is not Traced:
-            return prim.fun(x, **kwargs) if kwargs else prim.fun(x)
-        return prim.wrapped(_unbox_stale(a), **kwargs)
-    try:
-        if type(x) is Traced:
-            ans = prim.wrapped(x, **kwargs)
-        else:  # (no ``**{}`` when there are no keywords: a tenth of the per-op cost)
-            ans = prim.fun(x, **kwargs) if kwargs else prim.fun(x)
-    except ValueError as e:  # (NumPy refused the shapes: say which op and where)
-        raise op_error(prim.name, (a,), e)  # noqa: B904 (op_error sets the cause)
-    return tape.record(prim, ans, (a,), (x,), kwargs, _FIRST)
-
-
-def _unbox_stale(a: Any) -> Any:
-    while type(a) is Traced and not a._tape.active:
-        a = a._value
-    return a
+    if tape.active:
+        try:
+            if type(x) is Traced:
+                ans = prim.wrapped(x, **kwargs)
+            else:  # (no ``**{}`` when there are no keywords: a tenth of the per-op cost)
+                ans = prim.fun(x, **kwargs) if kwargs else prim.fun(x)
+        except ValueError as e:  # (NumPy refused the shapes: say which op and where)
+            raise op_error(prim.name, (a,), e)  # noqa: B904 (op_error sets the cause)
+        return tape.record(prim, ans, (a,), (x,), kwargs, _FIRST)
+    if not tape.abstract and type(x) is not Traced:  # a tape no longer recording: a constant
+        return prim.fun(x, **kwargs) if kwargs else prim.fun(x)
+    return _apply(prim, (a,), kwargs)
 
 
 def _lookup(prim_fn: Callable[..., Any]) -> Primitive:
@@ -538,106 +485,13 @@ def nondifferentiable(fun: Callable[..., Any]) -> Callable[..., Any]:
             if type(a) is Traced:
                 vals = [value(b) for b in args]
                 kw = {k: value(v) for k, v in kwargs.items()} if kwargs else kwargs
+                top = None  # the highest level whose values value() keeps (a vmap's, a jit's)
                 for v in (*vals, *kw.values()):
-                    if type(v) is Traced:  # a vmap's or a jit's (value() keeps those)
-                        from tapegrad.batching import apply_nondifferentiable
-
-                        return apply_nondifferentiable(fun, wrapped, vals, kw)
+                    if type(v) is Traced and (top is None or v._tape.level > top.level):
+                        top = v._tape
+                if top is not None:
+                    return top.process_nondifferentiable(fun, wrapped, vals, kw)
                 return fun(*vals, **kw)
         return fun(*args, **kwargs)
 
     return wrapped
-
-
-# --- the two primitives the engine itself needs ----------------------------------------
-
-
-def _sum_to(x: Any, shape: tuple[int, ...], nbatch: int = 0) -> Any:
-    """Sum ``x`` (``batch + broadcast(shape)``) down to ``batch + shape``."""
-    shape = tuple(shape)
-    lead = x.ndim - nbatch - len(shape)
-    tail = x.shape[nbatch + lead:]
-    if tail == shape and not nbatch and lead and type(x) is np.ndarray:
-        # leading axes only (a bias's gradient): one matrix-vector product
-        # with ones, twice as fast as the reduction
-        if x.dtype.char in "fd" and x.flags.c_contiguous and x.size:
-            rows = x.size // max(1, math.prod(shape))
-            return (_ones(rows, x.dtype) @ x.reshape(rows, -1)).reshape(shape)
-    axes = tuple(range(nbatch, nbatch + lead)) + tuple(
-        nbatch + lead + i for i, (n, m) in enumerate(zip(shape, tail)) if n == 1 and m != 1
-    )
-    if axes:
-        x = x.sum(axis=axes, keepdims=True)
-    return x.reshape(x.shape[:nbatch] + shape)
-
-
-_ONES: dict[tuple[int, str], Any] = {}
-
-
-def _ones(n: int, dtype: Any) -> Any:
-    """A shared read-only vector of ``n`` ones (the last few sizes are kept)."""
-    key = (n, dtype.char)
-    v = _ONES.get(key)
-    if v is None:
-        if len(_ONES) >= 8:
-            _ONES.clear()
-        v = _ONES[key] = np.ones(n, dtype)
-        v.flags.writeable = False
-    return v
-
-
-def _broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
-    """A read-only broadcast view of ``x`` (reduction cotangents spread back)."""
-    if isinstance(x, np.generic):  # a scalar cotangent (of a full reduction)
-        x = np.asarray(x)
-    if type(x) is np.ndarray and x.flags.c_contiguous and x.dtype.kind in "fciub" and x.size:
-        # np.broadcast_to is a Python-level nditer setup (~2.5 us): for a
-        # contiguous array, build the zero-stride view directly over its buffer
-        lead = len(shape) - x.ndim
-        strides = [0] * lead
-        for n, m, s in zip(x.shape, shape[lead:], x.strides):
-            if n == m:
-                strides.append(s)
-            elif n == 1:
-                strides.append(0)
-            else:
-                break
-        else:
-            if lead >= 0:
-                view = np.ndarray(shape, x.dtype, x, 0, tuple(strides))
-                view.flags.writeable = False
-                return view
-    from tapegrad.backend import array_module
-
-    return array_module(x).broadcast_to(x, shape)
-
-
-_OWN_FROM = len(REGISTRY)  # (this module's primitives: see mark_batched)
-sum_to = primitive(_sum_to, "sum_to")
-broadcast_to = primitive(_broadcast_to, "broadcast_to")
-
-
-def _sum_to_vjp(ans: Any, x: Any, shape: Any, nbatch: int = 0) -> Callable[[Any], Any]:
-    xshape = x.shape
-    def vjp(g: Any) -> Any:
-        extra = g.ndim - ans.ndim
-        lead = len(xshape) - nbatch - len(shape)
-        g = g.reshape(g.shape[: extra + nbatch] + (1,) * lead + tuple(shape))
-        return broadcast_to(g, g.shape[:extra] + xshape)
-    return vjp
-
-
-defvjp(sum_to, _sum_to_vjp)
-defvjp(broadcast_to, lambda ans, x, shape: lambda g: sum_to(g, x.shape, g.ndim - len(shape)))
-
-
-def _cast_to(x: Any, dtype: Any) -> Any:
-    if x.dtype.kind == "c" and dtype.kind != "c":
-        x = x.real
-    return x.astype(dtype, copy=False)
-
-
-cast_to = primitive(_cast_to, "cast")
-defvjp(cast_to, lambda ans, x, dtype: lambda g: cast_to(g, x.dtype))
-mark_batched(_OWN_FROM)
-_tape.sum_to, _tape.cast_to = sum_to, cast_to  # the reverse walk's _fit uses them

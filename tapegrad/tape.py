@@ -19,18 +19,21 @@ from typing_extensions import Self
 
 from tapegrad._gc import gc_paused
 from tapegrad._where import stop_warn_at_user, warn_at_user
+from tapegrad.engine_ops import cast_to, map_batch, sum_to
+from tapegrad.level import Level
+from tapegrad.primitive import _refuse_lists
 from tapegrad.tracer import Traced
 
 _counter = itertools.count(1)
 next_index = _counter.__next__
 
-SECOND_BACKWARD = (
-    "Trying to backward through the graph a second time (or directly access saved "
-    "tensors after they have already been freed). Saved intermediate values of the "
-    "graph are freed when you call .backward() or autograd.grad(). Specify "
-    "retain_graph=True if you need to backward through the graph a second time or "
-    "if you need to access saved tensors after calling backward."
-)
+class FreedGraphError(RuntimeError):
+    """A backward pass reached entries whose rules an earlier pass freed."""
+
+
+FREED = ("tapegrad: this graph's rules were freed by an earlier backward pass; to backward "
+         "through the graph a second time, keep them: Tape(persistent=True), or "
+         "retain_graph=True")
 
 
 class Entry:
@@ -126,14 +129,6 @@ def _probe_refs() -> int:
     return counts[0]
 
 
-class _Stack(threading.local):
-    def __init__(self) -> None:
-        self.tapes: list[Tape] = []
-
-
-_stack = _Stack()
-
-
 def conversion_hint(v: Any) -> str:
     """How to make ``v`` (an integer or boolean input) differentiable: ``float(...)``
     for a Python number (it has no ``.astype``), ``.astype(float)`` for an array."""
@@ -142,8 +137,8 @@ def conversion_hint(v: Any) -> str:
                 f"(float(...), or {int(v)}.0) to differentiate it")
     return "convert it with .astype(float) to differentiate it"
 
-class Tape:
-    """An explicit Wengert tape (a context manager).
+class Tape(Level):
+    """An explicit Wengert tape (a context manager), a level of the stack.
 
     ``tape.watch(x)`` starts tracing ``x`` and ``tape.gradient(y, x)``
     replays the tape backwards. ``len(tape)`` is its number of entries;
@@ -162,8 +157,7 @@ class Tape:
         persistent: allow ``gradient`` to be called more than once.
     """
 
-    applies = False  # (a vmap or jit level runs primitives itself: see tapegrad.batching)
-    batching = False  # (a vmap level is not a tape: see tapegrad.batching)
+    what = "a value of a tape"
 
     def __init__(self, persistent: bool = False) -> None:
         self.persistent = persistent
@@ -238,23 +232,45 @@ class Tape:
         self._append(node)
         return Traced(ans, self, node)
 
+    def process(self, prim: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        """Run ``prim`` on ``args`` and record it (the general path; the
+        primitives' fast paths unroll it for one and two operands). Values
+        of lower levels among ``args`` are processed when ``prim`` runs on
+        this tape's unboxed values. A tape that is not recording reads its
+        values as their primals: constants."""
+        if not self.active:
+            return prim.wrapped(*[a._value if type(a) is Traced and a._tape is self else a
+                                  for a in args], **kwargs)
+        raw = list(args)
+        argnums = []
+        nested = False  # do values of lower levels take part?
+        for i, a in enumerate(args):
+            if type(a) is Traced:
+                if a._tape is self:
+                    v = raw[i] = a._value
+                    if type(v) is Traced:
+                        nested = True
+                    argnums.append(i)
+                else:
+                    nested = True
+        if nested:  # (the lower level would take such a list as a constant: this level converts it)
+            _refuse_lists(args, kwargs)
+            ans = prim.wrapped(*raw, **kwargs)
+        else:
+            ans = prim.fun(*raw, **kwargs)
+        return self.record(prim, ans, args, raw, kwargs, argnums)
+
     def __enter__(self) -> Self:
         if self.active:
             raise RuntimeError("this tape is already recording")
-        tapes = _stack.tapes
-        self.level = len(tapes) + 1  # level 0 is reserved for the torch facade
-        tapes.append(self)
+        self.push()
         self.active = True
         gc_paused.__enter__()
         self._warn = warn_at_user()  # NumPy's warnings point at the user's line (see tapegrad._where)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        tapes = _stack.tapes
-        if tapes and tapes[-1] is self:
-            tapes.pop()
-        else:  # closed out of order: remove it wherever it is
-            tapes.remove(self)
+        self.pop()
         self.active = False
         gc_paused.__exit__()
         stop_warn_at_user(self._warn)
@@ -281,10 +297,9 @@ class Tape:
                 f"tapegrad: can only differentiate with respect to floating-point or complex "
                 f"values, but Tape.watch got dtype {x.dtype}; {conversion_hint(given)}"
             )
-        if type(x) is Traced and x._tape.active and x._tape.level > self.level:
-            what = "a batched value of a vmap" if getattr(x._tape, "batching", False) else "a value of a tape"
+        if type(x) is Traced and x._tape.entered and x._tape.level > self.level:
             raise ValueError(
-                f"Tape.watch: cannot watch {what} entered inside this tape (level {x._tape.level}, "
+                f"Tape.watch: cannot watch {x._tape.what} entered inside this tape (level {x._tape.level}, "
                 f"above this tape's level {self.level}); open the tape inside that function, or "
                 "watch the value before it is mapped"
             )
@@ -476,26 +491,6 @@ def add_seed(seeds: dict[int, Any], index: int, g: Any) -> None:
 # --- the reverse replay ------------------------------------------------------------
 
 
-# The engine's two primitives (the sum back to a shape, the cast), set by
-# tapegrad.primitive, which defines them and imports this module.
-def _not_yet(*args: Any) -> Any:
-    raise RuntimeError("tapegrad.primitive has not been imported")
-
-
-sum_to: Callable[..., Any] = _not_yet
-cast_to: Callable[..., Any] = _not_yet
-
-
-def _no_map_batch(*args: Any) -> Any:
-    raise RuntimeError("tapegrad.transforms has not been imported")
-
-
-# ``map_batch(rule, g, nb)``: a rule for one cotangent at a time applied to a
-# batch of them; set by tapegrad.transforms._util, which defines it (it stacks
-# with tapegrad.numpy, which this module must not import).
-map_batch: Callable[..., Any] = _no_map_batch
-
-
 def _fit(c: Any, p: Entry, g: Any, e: Entry) -> Any:
     """A contribution to parent ``p`` of entry ``e`` (whose cotangent is ``g``)
     summed back to ``p``'s shape, keeping ``g``'s leading batch axes, and cast
@@ -571,7 +566,7 @@ def _walk_entries(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,
             if e.prim is None:
                 ct[e.index] = g  # a leaf reached through a graph walk
                 continue
-            raise RuntimeError(SECOND_BACKWARD)
+            raise FreedGraphError(FREED)
         if special:  # (one test for both: the plain walk pays no more than before)
             if hooks and e.index in hooks:
                 for hook in hooks[e.index]:

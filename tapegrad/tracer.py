@@ -1,4 +1,4 @@
-"""The traced value: a primal array plus its place on a tape.
+"""The traced value: a value of one level (see ``tapegrad.level``).
 
 Operators and array methods are installed by ``tapegrad.numpy`` (they call
 its primitives); this module holds what every traced value needs regardless of
@@ -10,20 +10,31 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tapegrad.level import ARRAY
+
 # NumPy function or ufunc -> the tapegrad function that differentiates it.
 # Filled in by tapegrad.numpy; read by __array_ufunc__ / __array_function__.
 NUMPY_DISPATCH: dict[Any, Callable[..., Any]] = {}
 
-_CONVERSION_HINT = (
-    "use tg.value(x) to read its value without gradient tracking "
-    "(gradients are never dropped silently)"
-)
 
 
 class Traced:
-    """A value being differentiated: its primal array, its tape and its node."""
+    """A value being transformed: a value of one level (see ``tapegrad.level``).
 
-    __slots__ = ("_value", "_tape", "_node")
+    ``_value`` is its primal (a plain array, or a value of a lower level) on
+    a tape, or its abstract value (shape and dtype) on an ``abstract`` level;
+    ``_tape`` is its level. The rest is the level's payload, one named field
+    each: ``_node``, a tape's entry; ``_tangent``, a forward trace's tangent;
+    ``_array``, the array an abstract level computes with (a vmap's batch on
+    axis 0, a jit's concrete array). A value sets only its level's field.
+    """
+
+    __slots__ = ("_value", "_tape", "_node", "_tangent", "_array")
+    _value: Any
+    _tape: Any
+    _node: Any
+    _tangent: Any
+    _array: Any
     __array_priority__ = 1000.0
     __hash__ = None  # type: ignore[assignment]  # unhashable, like ndarray
 
@@ -31,6 +42,16 @@ class Traced:
         self._value = value
         self._tape = tape
         self._node = node
+
+    def _rebind(self, new: Traced) -> None:
+        """Make this value ``new`` (an in-place update, recorded as a
+        functional one: ``x`` now names the result)."""
+        for name in Traced.__slots__:
+            try:
+                setattr(self, name, getattr(new, name))
+            except AttributeError:  # (a payload field of another level: unset)
+                if hasattr(self, name):
+                    delattr(self, name)
 
     # --- array attributes -------------------------------------------------
     @property
@@ -58,36 +79,16 @@ class Traced:
         return (self[i] for i in range(len(self._value)))
 
     def __bool__(self) -> bool:
-        # control flow on values is allowed (define-by-run)
+        # control flow on values is allowed (define-by-run); an abstract
+        # value says what its level makes of it (vmap refuses, jit guards)
         return bool(self._value)
 
     def __repr__(self) -> str:
-        level = getattr(self._tape, "level", "?")
-        v = self._value
-        if type(v) is Traced and v._tape is self._tape and getattr(self._tape, "batching", False):  # vmap's
-            aval, arr = v._value, self._node
-            return (f"Batched(shape={tuple(aval.shape)}, dtype={aval.dtype}, "
-                    f"batch_size={self._tape.size}, level={level}, values={arr!r})")
-        return f"Traced({v!r}, level={level})"
+        return self._tape.describe(self)
 
     # --- conversions that would drop the gradient --------------------------
     def _refuse(self, what: str) -> TypeError:
-        if _is_batched(self):
-            return TypeError(
-                f"tapegrad.vmap: cannot convert a batched value to {what}: its value differs "
-                "from example to example inside vmap; compute with tapegrad.numpy functions on "
-                "it (tnp.where to select per example), or return it from the mapped function."
-            )
-        if _is_jit_traced(self):
-            return TypeError(
-                f"tapegrad.jit: cannot convert a traced value to {what}: inside tg.jit a value "
-                "computed from the arguments is not known when tracing; compute with "
-                "tapegrad.numpy functions on it, return it, or make the argument it comes from "
-                "static (static_argnums / static_argnames)."
-            )
-        return TypeError(
-            f"tapegrad: cannot convert a traced value to {what}: {_CONVERSION_HINT}."
-        )
+        return self._tape.refuse(self, what)
 
     def __float__(self) -> float:
         raise self._refuse("a Python float (float(), math.*)")
@@ -108,14 +109,7 @@ class Traced:
         raise self._refuse("a Python list (.tolist())")
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
-        if _is_batched(self):
-            raise self._refuse("a plain NumPy array (np.asarray, np.array)")
-        raise TypeError(
-            "tapegrad: cannot convert a traced value to a plain NumPy array "
-            "(np.asarray, np.array, or assigning it into a NumPy array): "
-            f"{_CONVERSION_HINT}; build arrays from traced values with "
-            "tnp.stack, tnp.concatenate or tnp.where instead."
-        )
+        raise self._refuse(ARRAY)
 
     # --- NumPy protocols: plain `np.*` calls dispatch to tapegrad ------------
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -159,29 +153,8 @@ def value(x: Any) -> Any:
         3.0
     """
     while type(x) is Traced:
-        v = x._value
-        if type(v) is Traced and v._tape is x._tape:  # batched by vmap: it stays batched,
-            arr = value(x._node)  # with the value of its array (no gradient through it)
-            return x if arr is x._node else Traced(Traced(v._value, x._tape, arr), x._tape, arr)
-        x = v
+        level = x._tape
+        if level.abstract:  # (a vmap's or a jit's value: its level says what it keeps)
+            return level.keep(x)
+        x = x._value
     return x
-
-
-def _applying_level(x: Traced) -> Any:
-    """The vmap or jit level whose value ``x`` holds (at any depth), or None."""
-    while type(x) is Traced:
-        v = x._value
-        if type(v) is Traced and v._tape is x._tape:  # (see tapegrad.batching)
-            return x._tape
-        x = v
-    return None
-
-
-def _is_jit_traced(x: Traced) -> bool:
-    level = _applying_level(x)
-    return level is not None and not getattr(level, "batching", False)
-
-
-def _is_batched(x: Traced) -> bool:
-    """Is ``x`` batched by vmap, or traced on a tape above a batched value?"""
-    return bool(getattr(_applying_level(x), "batching", False))

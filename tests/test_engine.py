@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tapegrad.engine_ops import broadcast_to, sum_to
 from tapegrad.graph_tape import reachable
-from tapegrad.primitive import broadcast_to, defvjp, primitive, sum_to
+from tapegrad.primitive import defvjp, primitive
 from tapegrad.tape import Entry, Tape, backprop
 from tapegrad.tracer import Traced, value
 

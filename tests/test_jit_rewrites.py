@@ -13,8 +13,8 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.compile import passes
 from tapegrad.compile.trace import Instr, Var
+from tapegrad.engine_ops import _sum_to
 from tapegrad.numpy import wrap
-from tapegrad.primitive import _sum_to
 
 
 def _ins(fn, name, args, outs, kwargs=()):

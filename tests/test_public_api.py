@@ -30,6 +30,7 @@ PUBLIC_MODULES = {
     "tapegrad.numpy", "tapegrad.numpy.primitives", "tapegrad.numpy.linalg", "tapegrad.numpy.fft",
     "tapegrad.scipy", "tapegrad.scipy.special",
     "tapegrad.tape", "tapegrad.graph_tape", "tapegrad.tracer", "tapegrad.primitive", "tapegrad.backend",
+    "tapegrad.level", "tapegrad.engine_ops", "tapegrad.batching",
     "tapegrad.pytree", "tapegrad.optimizers", "tapegrad.distributed",
 }
 

@@ -213,7 +213,8 @@ def test_every_new_function_is_exported_and_batched() -> None:
             "erfinv erfcinv j0 j1 jn y0 y1 yn i0 i1 iv ive'.split()\n"
             "assert all(n in ts.__all__ and callable(getattr(ts, n)) for n in names)\n"
             "from tapegrad.primitive import REGISTRY\n"
-            "print(sorted(p.name for p in REGISTRY if p.batch_rule is None or not p.vjps_batched))")
+            "from tapegrad.batching import BATCH_RULES\n"
+            "print(sorted(p.name for p in REGISTRY if BATCH_RULES.get(p) is None or not p.vjps_batched))")
     # (tapegrad.scipy's convolve and odeint declare rules of one cotangent at a time, which
     # the engine maps over a batch; odeint's adaptive solve has no batching rule: vmap loops,
     # each example solved to its own tolerance, as a separate call would)

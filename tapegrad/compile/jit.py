@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad import tape as _tape
 from tapegrad.compile import passes
 from tapegrad.compile.codegen import GuardFailed, compile_source, generate
 from tapegrad.compile.entry import Miss, make_entry
 from tapegrad.compile.trace import JitTrace, Var
+from tapegrad.level import entered
 from tapegrad.pytree import TreeDef, tree_flatten, tree_unflatten
 from tapegrad.tracer import Traced
 from tapegrad.transforms._util import check_argnums, fun_name
@@ -125,7 +125,7 @@ class Jitted:
 
     # --- calling ----------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._fast and not kwargs and not _tape._stack.tapes:  # recent variants, no lookup
+        if self._fast and not kwargs and not entered():  # recent variants, no lookup
             n = len(args)
             for i, fast in enumerate(self._fast):
                 if n != fast.n_args:
@@ -139,7 +139,7 @@ class Jitted:
                 if i:
                     self._remember(fast, kwargs)
                 return out
-        if _tape._stack.tapes:  # inside a transform (or another jit's trace): run as written
+        if entered():  # inside a transform (or another jit's trace): run as written
             return self.f(*args, **kwargs)
         leaves, how, key = self._split(args, kwargs)
         if key in self.eager or EAGER in key[1] or any(type(x) is Traced for x in leaves):  # (facade tensors)
@@ -223,7 +223,7 @@ class Jitted:
 def _own(x: Any, trace: JitTrace) -> Any:
     """An output with the tapes ``f`` opened and closed unboxed (``y`` of a
     ``with tg.Tape()`` block, returned after it): its value on ``trace``."""
-    while type(x) is Traced and x._tape is not trace and not x._tape.active:
+    while type(x) is Traced and x._tape is not trace and not x._tape.active and not x._tape.abstract:
         x = x._value
     return x
 

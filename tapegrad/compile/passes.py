@@ -13,8 +13,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tapegrad.compile.trace import Guard, Instr, Var
+from tapegrad.engine_ops import _sum_to
 from tapegrad.numpy import wrap
-from tapegrad.primitive import _sum_to
 
 Program = list[Any]  # Instr | Guard
 

@@ -1,8 +1,8 @@
 """Tracing for ``jit``: a level that runs every primitive and writes it down.
 
-A ``JitTrace`` sits on the tapes' level stack like a ``vmap`` level
-(see ``tapegrad.batching``): its values are ``Traced``, so the engine
-sends every operation on them to ``JitTrace.apply``, which runs the
+A ``JitTrace`` sits on the level stack like a ``vmap`` level
+(see ``tapegrad.level``): its values are ``abstract``, so the core
+sends every operation on them to ``JitTrace.process``, which runs the
 primitive's NumPy function on the concrete arrays *and* appends the call to
 the trace's program: one ``Instr`` per primitive call, whatever
 transform made it (a ``grad`` inside the traced function records its
@@ -22,7 +22,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tapegrad.batching import ApplyingLevel, Aval
+from tapegrad.batching import Aval, apply_nondifferentiable
+from tapegrad.level import Level
 from tapegrad.numpy.wrap import Index
 from tapegrad.tracer import Traced
 
@@ -91,11 +92,15 @@ class Sym(Aval):
         return f"v{self.var}: {np.dtype(self.dtype).name}{list(self.shape)}"
 
 
-class JitTrace(ApplyingLevel):
-    """One ``jit`` trace: while entered, a level of the tapes' stack."""
+class JitTrace(Level):
+    """One ``jit`` trace: while entered, a level of the stack. Its values are
+    ``abstract``: their ``_value`` is a ``Sym`` (shape, dtype and Var), their
+    ``_array`` the concrete array computed while tracing."""
+
+    abstract = True
+    what = "a value of a jit trace"
 
     def __init__(self) -> None:
-        super().__init__()
         self.values: list[Any] = []  # the concrete array of each Var
         self.program: list[Instr | Guard] = []
         self.inputs: list[int] = []
@@ -115,7 +120,9 @@ class JitTrace(ApplyingLevel):
         else:
             a = arr = arr if hasattr(arr, "dtype") else np.asarray(arr)
         self.values.append(arr)
-        return Traced(Traced(Sym(tuple(a.shape), a.dtype, n, self), self, arr), self, arr)
+        out = Traced(Sym(tuple(a.shape), a.dtype, n, self), self, None)
+        out._array = arr
+        return out
 
     def input(self, x: Any) -> Traced:
         """An argument of the traced function (an array, or a Python number,
@@ -140,12 +147,32 @@ class JitTrace(ApplyingLevel):
         return x
 
     def raw(self, x: Any) -> Any:
-        return x._node if type(x) is Traced and x._tape is self else x
+        return x._array if type(x) is Traced and x._tape is self else x
 
-    # --- what the engine calls ------------------------------------------------------------
-    def apply(self, prim: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
-        """Run primitive ``prim`` and write the call down (the engine's entry)."""
+    # --- what the core asks of a level ----------------------------------------------------
+    def process(self, prim: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        """Run primitive ``prim`` and write the call down."""
+        if not self.entered:
+            raise TypeError(Sym.escaped)
         return self.call(prim.fun, prim.name, args, kwargs)
+
+    def process_nondifferentiable(self, fun: Callable[..., Any], again: Callable[..., Any],
+                                  args: list[Any], kwargs: dict[str, Any]) -> Any:
+        return apply_nondifferentiable(fun, again, args, kwargs)
+
+    def refuse(self, x: Any, what: str) -> TypeError:
+        return TypeError(
+            f"tapegrad.jit: cannot convert a traced value to {what}: inside tg.jit a value "
+            "computed from the arguments is not known when tracing; compute with "
+            "tapegrad.numpy functions on it, return it, or make the argument it comes from "
+            "static (static_argnums / static_argnames)."
+        )
+
+    def keep(self, x: Any) -> Any:
+        return x  # (its array is a concrete array: nothing to strip)
+
+    def describe(self, x: Any) -> str:
+        return f"Traced({x._value!r}, level={self.level})"
 
     def apply_nondiff(self, fun: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         """A NumPy function with no gradient (comparisons, ``argmax``...)."""
@@ -206,7 +233,7 @@ class JitTrace(ApplyingLevel):
         t = type(a)
         if t is Traced:
             if a._tape is self:
-                return a._node, Var(var_of(a)), False
+                return a._array, Var(var_of(a)), False
             return a, a, False
         if t is Index:
             if not any(self.holds(k) for k in a.key):
@@ -253,7 +280,7 @@ class JitTrace(ApplyingLevel):
 
     def pack(self, fn: Callable[..., Any], name: str, template: Any, leaves: list[Traced]) -> tuple[Any, Var]:
         """``fn(template, *leaves)`` as an instruction: its value, and its Var."""
-        concrete = fn(template, *[leaf._node for leaf in leaves])
+        concrete = fn(template, *[leaf._array for leaf in leaves])
         n = len(self.values)
         self.values.append(concrete)
         args = (template, *[Var(var_of(leaf)) for leaf in leaves])
@@ -328,7 +355,7 @@ def shape_is(x: Any, shape: tuple[int, ...]) -> bool:
 
 def var_of(x: Traced) -> int:
     """The Var number of a traced value of a jit level."""
-    sym: Sym = x._value._value
+    sym: Sym = x._value
     return sym.var
 
 

@@ -12,12 +12,10 @@ that records operations itself, such as the PyTorch facade.
 
 from __future__ import annotations
 
-import sys as _sys
 from typing import Any
 
 import numpy as _np
 
-from tapegrad import batching as _batching
 from tapegrad.numpy import batch_rules as _batch_rules  # noqa: F401  (installs the batching rules)
 from tapegrad.numpy import derived as _d
 from tapegrad.numpy import fft, linalg, primitives  # tnp.fft, tnp.linalg, tnp.primitives
@@ -231,4 +229,3 @@ def __getattr__(name: str) -> Any:
     # everything else (dtypes, constants, helpers) is NumPy's own
     return getattr(_np, name)
 
-_batching._numpy = _sys.modules[__name__]  # (a loop over a batch slices and stacks with these)

@@ -32,9 +32,9 @@ from tapegrad.batching import (
     shift_axes,
     shift_axis,
 )
+from tapegrad.engine_ops import broadcast_to, sum_to
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import Index
-from tapegrad.primitive import broadcast_to, sum_to
 from tapegrad.tracer import Traced
 
 Args = Sequence[Any]
@@ -65,7 +65,7 @@ logaddexp logaddexp2 remainder fmod clip where3 copy cast_to astype_float""".spl
 for _name in _ELEMENTWISE:
     _fn = getattr(w, _name, None)
     if _fn is None:
-        from tapegrad import primitive as _p
+        from tapegrad import engine_ops as _p
 
         _fn = getattr(_p, _name)
     defbatch(_fn, elementwise_rule(_fn))
@@ -257,7 +257,7 @@ def _levels(x: Any) -> set[int]:
     while type(x) is Traced:
         t = x._tape
         have.add(id(t))
-        x = x._node if getattr(t, "batching", False) else x._value
+        x = t.lower(x)
     return have
 
 
@@ -301,7 +301,7 @@ def _plan(key: tuple[Any, ...], own: Sequence[int], xshape: tuple[int, ...], siz
     for i, k in enumerate(key):
         b = i in own
         if b:
-            k = k._node
+            k = k._array
         if not _is_bool(k):
             entries.append((k, b))
             continue
@@ -384,7 +384,7 @@ def _loop_index(fn: Callable[..., Any], args: Args, batched: Sequence[bool], own
         return fn(a[0], Index(tuple(key), 0), *a[2:n])
 
     one.__name__ = fn.primitive.name  # type: ignore[attr-defined]
-    arrays = [index.key[i]._node for i in own]
+    arrays = [index.key[i]._array for i in own]
     return batching.loop_rule(one, [*args, *arrays], [*batched, *[True] * len(own)], size)
 
 
@@ -461,7 +461,7 @@ def _setitem_mask(x: Any, index: Index, own: Sequence[int], v: Any, bv: bool, si
     if len(own) != 1:
         return None
     m = own[0]
-    mask = key[m]._node
+    mask = key[m]._array
     if type(mask) is Traced or mask.ndim < 2:
         return None
     if any(i != m and not (k is None or isinstance(k, slice)) for i, k in enumerate(key)):

@@ -18,7 +18,6 @@ from tapegrad.backend import array_module
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import Index, normalize_axes, normalize_axis
 from tapegrad.numpy.wrap import reduction_size as _count
-from tapegrad.primitive import LIST_TO_ARRAY
 from tapegrad.tracer import Traced, value
 
 
@@ -516,7 +515,6 @@ def array(obj: Any, dtype: Any = None, *args: Any, **kw: Any) -> Any:
     return out if dtype is None else astype(out, dtype)
 
 
-LIST_TO_ARRAY[0] = array  # primitives take lists holding traced values as this array (NumPy's array_like)
 
 
 def asarray(a: Any, dtype: Any = None, *args: Any, **kw: Any) -> Any:

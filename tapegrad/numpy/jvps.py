@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.engine_ops import broadcast_to, cast_to, sum_to
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import vjps as v
 from tapegrad.numpy import wrap as w
-from tapegrad.primitive import broadcast_to, cast_to, defjvp, defjvp_argnum, sum_to
+from tapegrad.primitive import defjvp, defjvp_argnum
 from tapegrad.tracer import value
 
 Jvp = Callable[[Any], Any]

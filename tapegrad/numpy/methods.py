@@ -34,14 +34,14 @@ def _setitem(self: Traced, key: Any, v: Any) -> None:
     """``x[key] = v`` recorded as a functional update: ``x`` now names the result."""
     new = w.setitem(self, Index(key, self.ndim), v)
     if type(new) is Traced:
-        self._value, self._tape, self._node = new._value, new._tape, new._node
+        self._rebind(new)
     else:
         self._value = new
 
 
 def _sort_inplace(self: Traced, axis: int = -1, kind: Any = None, order: Any = None) -> None:
     new = d.sort(self, axis=axis, kind=kind)
-    self._value, self._tape, self._node = new._value, new._tape, new._node
+    self._rebind(new)
 
 
 def _deferring(f: Any, reflected: bool = False) -> Any:

@@ -20,15 +20,15 @@ import numpy as np
 
 from tapegrad.axes import normalize_axes, normalize_axis
 from tapegrad.backend import array_module
+from tapegrad.batching import BatchTrace
+from tapegrad.engine_ops import broadcast_to, sum_to
 from tapegrad.primitive import (
     REGISTRY,
-    broadcast_to,
     defjvp,
     defvjp,
     mark_batched,
     nondifferentiable,
     primitive,
-    sum_to,
     top_tape,
 )
 from tapegrad.tracer import Traced, value
@@ -271,7 +271,7 @@ class Index:
             if type(k) is Traced:
                 k = value(k)
                 traced = traced or type(k) is Traced  # (a vmap's or a jit's value stays traced)
-                if type(k) is Traced and getattr(k._tape, "batching", False):  # per-example values
+                if type(k) is Traced and type(k._tape) is BatchTrace:  # per-example values
                     traces += (k._tape,)
                     kind = "mask" if k.dtype == bool and kind == "basic" else ("int" if k.dtype != bool else kind)
                     items.append(k)
@@ -312,9 +312,9 @@ def _by_index(prim_fn: Any, args: tuple[Any, ...]) -> Any:
     records it. None when no trace takes it (a vmap's: NumPy then refuses)."""
     parts = [p for k in args[1].key for p in ((k.start, k.stop, k.step) if type(k) is slice else (k,))]
     tape = top_tape(parts)
-    if tape is None or not tape.applies or tape.batching:
+    if tape is None or not tape.abstract or type(tape) is BatchTrace:
         return None
-    return tape.apply(prim_fn.primitive, args, {})
+    return tape.process(prim_fn.primitive, args, {})
 
 
 def _unique_int_index(key: tuple[Any, ...]) -> bool:
@@ -398,9 +398,9 @@ def lift(x: Any, traces: tuple[Any, ...]) -> Any:
     while type(y) is Traced:  # the levels x already lives on
         t = y._tape
         have.add(id(t))
-        y = y._node if getattr(t, "batching", False) else y._value
+        y = t.lower(y)
     for t in traces:
-        if id(t) not in have and t.active:
+        if id(t) not in have and t.entered:
             have.add(id(t))
             x = batch_like(x, t.wrap(np.zeros(t.size, dtype=bool)))
     return x
@@ -548,7 +548,7 @@ def _refuse(name: str, what: str) -> TypeError:
 
 def bincount(x: Any, weights: Any = None, minlength: int = 0) -> Any:
     """``np.bincount``: differentiable in ``weights`` (the sums are linear in them)."""
-    if type(weights) is not Traced or weights._tape.applies:  # (a vmap or jit level: no gradient here)
+    if type(weights) is not Traced or weights._tape.abstract:  # (a vmap or jit level: no gradient here)
         return _no_grad["bincount"](x, weights, minlength)
     i = np.asarray(value(x))
     if type(value(weights)) is Traced or i.ndim != 1:
@@ -561,7 +561,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
            return_counts: bool = False, axis: Any = None, **kwargs: Any) -> Any:
     """``np.unique``: the values are a gather from ``ar`` (at the first index of each)."""
     flags = (return_index, return_inverse, return_counts)
-    if type(ar) is not Traced or ar._tape.applies:
+    if type(ar) is not Traced or ar._tape.abstract:
         return _no_grad["unique"](ar, *flags, axis, **kwargs)
     if axis is not None or type(value(ar)) is Traced:
         raise _refuse("unique", "with axis=, or of a value batched or traced by vmap or jit,")
@@ -574,7 +574,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
 def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None) -> Any:  # noqa: A002
     """``np.histogram``: the counts have no gradient; the edges (from ``a``'s
     minimum and maximum) are linear in them, and densities divide by their widths."""
-    if all(type(v) is not Traced or v._tape.applies for v in (a, weights)):
+    if all(type(v) is not Traced or v._tape.abstract for v in (a, weights)):
         return _no_grad["histogram"](a, bins, range, density, weights)
     given = hasattr(bins, "__len__") and not isinstance(bins, str)  # edges given: they get no gradient
     if type(weights) is Traced or (range is not None and not given) or (type(value(a)) is Traced):

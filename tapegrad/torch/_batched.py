@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.batching import BatchTrace
 from tapegrad.torch._tensor import Tensor, _new
 from tapegrad.tracer import Traced, value
 
@@ -28,7 +29,7 @@ def _const(r: Any, dtype: Any = None) -> Tensor:
 def batched_repr(v: Traced) -> str:
     """PyTorch's print of a tensor inside ``vmap``: ``BatchedTensor(lvl=1,
     bdim=0, value=...)`` around the whole batch (nested ``vmap``: nested)."""
-    inner = value(v._node)
+    inner = value(v._array)
     text = batched_repr(inner) if type(inner) is Traced else repr(_new(inner))
     body = "\n".join("    " + line for line in text.split("\n"))
     return f"BatchedTensor(lvl={v._tape.level}, bdim=0, value=\n{body}\n)"
@@ -39,7 +40,7 @@ def check_inplace(v: Any, new: Any) -> None:
     tensor that is the same for every example (PyTorch's error): ``new``, the
     op's result, is batched on a level that ``v``, the tensor's value, is not."""
     tape = new._tape
-    if getattr(tape, "batching", False) and not (type(v) is Traced and v._tape is tape):
+    if type(tape) is BatchTrace and not (type(v) is Traced and v._tape is tape):
         raise RuntimeError(INPLACE_UNBATCHED)
 
 

@@ -28,7 +28,7 @@ from tapegrad.graph_tape import (
     disconnect_residuals,
     reachable,
 )
-from tapegrad.tape import Entry, backprop, gc_paused, next_index, parents_of
+from tapegrad.tape import Entry, FreedGraphError, backprop, gc_paused, next_index, parents_of
 from tapegrad.tracer import Traced, value
 
 
@@ -603,6 +603,14 @@ def _made_by(origin: Any, vc: Any = None) -> str:
 
 # --- the backward walk ----------------------------------------------------------------------------
 
+SECOND_BACKWARD = (
+    "Trying to backward through the graph a second time (or directly access saved "
+    "tensors after they have already been freed). Saved intermediate values of the "
+    "graph are freed when you call .backward() or autograd.grad(). Specify "
+    "retain_graph=True if you need to backward through the graph a second time or "
+    "if you need to access saved tensors after calling backward."
+)
+
 # the checked walk of anomaly mode, while it is on (set by tapegrad.torch.autograd.anomaly_mode)
 anomaly_walk: Callable[..., dict[int, Any]] | None = None
 
@@ -643,6 +651,8 @@ def run_backward(roots: list[Any], seeds: list[Any], retain_graph: bool, create_
     try:
         with gc_paused:
             out = (anomaly_walk or backprop)(order, ct, retain_graph, hooks)
+    except FreedGraphError:  # (the core's words: PyTorch's here)
+        raise RuntimeError(SECOND_BACKWARD) from None
     finally:
         GT.active = prev
         if twins:

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from tapegrad import tape as _tape
-from tapegrad.backend import array_module
 from tapegrad.pytree import ARRAY_LEAF_TYPES, tree_flatten, tree_unflatten
 from tapegrad.tape import Tape, backprop, conversion_hint, gc_paused, zeros_for
-from tapegrad.tracer import Traced, value
+from tapegrad.tracer import Traced
 
 # Arrays, scalars and traced values: pytree leaves and no array wrappers, so
 # unwrap and rewrap pass them through without looking up the wrapper hooks,
@@ -150,7 +147,7 @@ class Traced_call:
         if type(x) is Traced:
             if x._tape is self.tape:
                 return x._value
-            while type(x) is Traced and not x._tape.active:
+            while type(x) is Traced and not x._tape.active and not x._tape.abstract:
                 x = x._value
         return x
 
@@ -204,26 +201,3 @@ def finish(g: Any, primal: Any) -> Any:
     if isinstance(g, np.generic) and isinstance(primal, np.ndarray):
         return np.asarray(g)
     return g
-
-
-def map_batch(rule: Callable[[Any], Any], g: Any, nb: int) -> Any:
-    """``rule(g)`` for a rule written for one cotangent (or tangent) at a
-    time, ``g`` carrying ``nb`` leading batch axes: the rule is called once
-    per element of the (flattened) batch and the results are stacked, with
-    tapegrad.numpy's functions, so that a traced ``g`` or a rule working on
-    traced residuals stays differentiable (higher order)."""
-    import tapegrad.numpy as tnp
-
-    batch = tuple(g.shape[:nb])
-    item = tuple(g.shape[nb:])
-    n = math.prod(batch)
-    if n == 0:  # no element to call it on: find the result's shape on zeros
-        v = value(g)
-        r = value(rule(array_module(v).zeros(item, dtype=v.dtype)))
-        return array_module(r).zeros(batch + tuple(np.shape(r)), dtype=np.result_type(r))
-    flat = g if nb == 1 else tnp.reshape(g, (n,) + item)
-    out = tnp.stack([rule(flat[j, ...]) for j in range(n)])
-    return out if nb == 1 else tnp.reshape(out, batch + tuple(out.shape[1:]))
-
-
-_tape.map_batch = map_batch  # the reverse walk calls it (see tapegrad.tape.backprop)

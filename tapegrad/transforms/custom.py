@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.batching import BatchTrace
 from tapegrad.primitive import Primitive, top_tape
 from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
 from tapegrad.tape import Tape
@@ -40,7 +41,7 @@ def _flat_args(args: tuple[Any, ...]) -> tuple[list[Any], Any]:
 def _unbox(tape: Any, xs: list[Any]) -> list[Any]:
     out = []
     for x in xs:
-        while type(x) is Traced and not x._tape.active:
+        while type(x) is Traced and not x._tape.active and not x._tape.abstract:
             x = x._value
         out.append(x._value if type(x) is Traced and x._tape is tape else x)
     return out
@@ -192,8 +193,8 @@ class custom_vjp:
             raise TypeError(f"{name}: no rule yet; call .defvjp(fwd, bwd) first")
         flat, tdef = _flat_args(args)
         tape = top_tape(flat)
-        if tape is not None and tape.applies:  # vmap: batch it; jit: nothing differentiates here
-            return self._batched(tape, flat, tdef, name) if tape.batching else self.fun(*args)
+        if tape is not None and tape.abstract:  # vmap: batch it; jit: nothing differentiates here
+            return self._batched(tape, flat, tdef, name) if type(tape) is BatchTrace else self.fun(*args)
         fwd, bwd = self.fwd, self.bwd
 
         def forward(raw: list[Any]) -> tuple[Any, Any]:
@@ -265,7 +266,7 @@ def _under_vmap(trace: Any, flat: list[Any], tdef: Any) -> tuple[tuple[Any, ...]
     one level down: ``(args, in_axes, mapped)``, the batched ones as their
     arrays (batch on axis 0), ``in_axes`` 0 for those and None for the
     others, and, per argument, which of its leaves are batched."""
-    raw = [x._node if type(x) is Traced and x._tape is trace else x for x in flat]
+    raw = [x._array if type(x) is Traced and x._tape is trace else x for x in flat]
     flags = [r is not x for x, r in zip(flat, raw)]
     args = tuple(tree_unflatten(tdef, raw))
     mapped = [tree_flatten(a)[0] for a in tree_unflatten(tdef, flags)]
@@ -320,8 +321,8 @@ class custom_jvp:
         tape = top_tape(flat)
         if isinstance(tape, ForwardTape):
             return self._push(tape, flat, tdef)
-        if tape is not None and tape.applies:  # vmap: batch it; jit: nothing differentiates here
-            return self._batched(tape, flat, tdef) if tape.batching else self.fun(*args)
+        if tape is not None and tape.abstract:  # vmap: batch it; jit: nothing differentiates here
+            return self._batched(tape, flat, tdef) if type(tape) is BatchTrace else self.fun(*args)
         rule = self.rule
 
         def forward(raw: list[Any]) -> tuple[Any, Any]:
@@ -362,7 +363,7 @@ class custom_jvp:
         assert rule is not None
         raw = _unbox(tape, flat)
         tans: list[Any] = [
-            x._node if type(x) is Traced and x._tape is tape
+            x._tangent if type(x) is Traced and x._tape is tape
             else np.zeros(tape.batch + np.shape(value(r)), np.result_type(value(r)))
             for x, r in zip(flat, raw)
         ]
@@ -404,8 +405,8 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
             return _explicit(fun, cells, name)(*args, *[c.cell_contents for c in cells])
         flat, tdef = _flat_args(args)
         trace = top_tape(flat)
-        if trace is not None and trace.applies:
-            if not trace.batching:  # a jit trace: nothing differentiates here
+        if trace is not None and trace.abstract:
+            if type(trace) is not BatchTrace:  # a jit trace: nothing differentiates here
                 return fun(*args)
             args_b, axes, _ = _under_vmap(trace, flat, tdef)  # the mapped function, checkpointed one level down
             return tree_map(trace.wrap, remat_b(axes)(*args_b))
@@ -464,7 +465,8 @@ def _traced_cells(fun: Any, seen: set[int] | None = None) -> list[Any]:
             found += _traced_cells(v, seen)
         elif type(v) is Traced or isinstance(v, (tuple, list, dict)):
             leaves = tree_flatten(v)[0]
-            if any(type(x) is Traced and x._tape.active for x in leaves) and all(
+            if any(type(x) is Traced and (x._tape.active or x._tape.abstract and x._tape.entered)
+                   for x in leaves) and all(
                     type(x) is Traced or isinstance(x, (np.ndarray, float, complex)) for x in leaves):
                 found.append(cell)
     return found

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad.backend import array_module
-from tapegrad.primitive import broadcast_to, cast_to, sum_to
+from tapegrad.engine_ops import broadcast_to, cast_to, map_batch, sum_to
 from tapegrad.pytree import tree_flatten, tree_unflatten
 from tapegrad.tape import Tape
 from tapegrad.tracer import Traced, value
@@ -28,14 +28,14 @@ from tapegrad.transforms._util import (
     check_inexact_leaves,
     finish,
     fun_name,
-    map_batch,
     rewrap,
     unwrap,
 )
 
 
 class ForwardTape(Tape):
-    """A forward-mode trace. For its traced values the node slot holds the tangent.
+    """A forward-mode trace: its values carry their tangent (``_tangent``), and
+    have no entry.
 
     ``batch`` is the shape of the leading batch axes every tangent carries.
     """
@@ -46,7 +46,9 @@ class ForwardTape(Tape):
 
     def watch_with(self, x: Any, tangent: Any) -> Traced:
         """``x`` traced on this tape with the given tangent."""
-        return Traced(x, self, tangent)
+        out = Traced(x, self, None)
+        out._tangent = tangent
+        return out
 
     def record(self, prim: Any, ans: Any, args: Any, raw: Any, kwargs: Any, argnums: Any,  # type: ignore[override]
                vjps: Any = None) -> Traced:
@@ -62,7 +64,7 @@ class ForwardTape(Tape):
         out = None
         for i in argnums:
             maker = table.get(i) or prim.jvp_maker(i)
-            t = args[i]._node
+            t = args[i]._tangent
             if maker is None:
                 jvp = _transposed(prim, i, ans, raw, kwargs)
                 c = jvp(t)
@@ -78,7 +80,7 @@ class ForwardTape(Tape):
         assert out is not None  # a recorded op has at least one traced argument
         if out.dtype != v.dtype:
             out = cast_to(out, v.dtype)
-        return Traced(ans, self, out)
+        return self.watch_with(ans, out)
 
 
 def _broadcast_tangent(c: Any, nb: int, target: tuple[int, ...]) -> Any:
@@ -185,8 +187,8 @@ def _trace_forward(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
 
 def _primal_and_tangent(ftape: ForwardTape, x: Any, like: Any) -> tuple[Any, Any]:
     if type(x) is Traced and x._tape is ftape:
-        return rewrap(like, x._value), rewrap(like, finish(x._node, x._value))
-    while type(x) is Traced and not x._tape.active:
+        return rewrap(like, x._value), rewrap(like, finish(x._tangent, x._value))
+    while type(x) is Traced and not x._tape.active and not x._tape.abstract:
         x = x._value
     v = value(x)
     zeros = array_module(v).zeros(ftape.batch + np.shape(v), dtype=np.result_type(v))

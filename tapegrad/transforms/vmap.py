@@ -99,7 +99,7 @@ def batched_call(f: Callable[..., Any], args: tuple[Any, ...], in_axes: Axes, wh
     stay as they are when they are not batched.)"""
     trace, leaves, tdef = _run(f, args, {}, in_axes, who)
     mine = [type(o) is Traced and o._tape is trace for o in leaves]
-    return (tree_unflatten(tdef, [o._node if m else o for o, m in zip(leaves, mine)]),
+    return (tree_unflatten(tdef, [o._array if m else o for o, m in zip(leaves, mine)]),
             tree_unflatten(tdef, [0 if m else None for m in mine]))
 
 
@@ -137,7 +137,7 @@ def _unbatch(o: Any, ax: Any, trace: BatchTrace, who: str) -> Any:
                 f"{who}: an output depends on the mapped inputs, but its out_axes is None "
                 f"(it has per-example shape {tuple(o.shape)})"
             )
-        arr = o._node
+        arr = o._array
     else:
         if ax is None:
             return o
