@@ -1,4 +1,4 @@
-"""The graph tape: a tape whose graph is owned by its values (the torch facade's).
+"""The graph tape: a tape whose graph is owned by its values (``.backward()`` on them).
 
 Its entries keep their parents (no list), so a graph lives exactly as long as
 the values that reach it; replays collect the entries reachable from their
@@ -21,10 +21,11 @@ _new_obj = object.__new__
 
 
 class GraphTape(threading.local, Level):
-    """A tape whose graph is owned by its values (the torch facade's).
+    """A tape whose graph is owned by its values: a base level, below every
+    level entered, for an object-style API (``y.backward()``).
 
-    It sits at level 0, below every functional tape, and records while its
-    per-thread switch is on (grad mode). It keeps no list: each node holds
+    It sits at level 0 and records while its per-thread switch (``active``)
+    is on. It keeps no list: each node holds
     its parents, so a graph lives exactly as long as the values that reach
     it, and replays walk it with ``reachable``. Its residuals are kept
     *traced* (not their values): a replay with recording switched on is itself

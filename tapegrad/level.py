@@ -1,8 +1,8 @@
 """Levels: the one abstraction of the core.
 
 Every transform is a *level* on one per-thread stack: the reverse-mode tapes,
-the forward trace, a ``vmap``'s batch, a ``jit``'s trace, the facade's graph
-tape. A traced value (``tapegrad.tracer.Traced``) belongs to exactly one
+the forward trace, a mapping over a batch, a compiler's trace, a graph tape
+kept by its values. A traced value (``tapegrad.tracer.Traced``) belongs to exactly one
 level; an operation on values of several levels is processed by the highest
 of them, which sees the values of lower levels as constants (they are
 processed again, one level down, when it computes).
@@ -24,7 +24,7 @@ Two class attributes make the checks of the per-operation paths cheap:
 
 - ``active``: the level records through the tapes' fast path now (a tape
   that is recording). A level that processes primitives in its own way
-  (``vmap``, ``jit``) is never active; a tape that is not recording (closed,
+  (an ``abstract`` one) is never active; a tape that is not recording (closed,
   or replaying its own entries) is not either, and its values then read as
   their primal: constants.
 - ``abstract``: a value of this level holds an *abstract value* in its
@@ -109,8 +109,8 @@ class Level:
         """The error for converting ``x`` (a value of this level) to ``what``.
 
         By default, the words of the level below ``x``'s primal (a value
-        traced on a tape over a batched value is refused as a batched one),
-        else tapegrad's own."""
+        traced on a tape over a value of an abstract level is refused in that
+        level's words), else tapegrad's own."""
         inner = x._value
         if type(inner) is type(x) and not self.abstract:
             return inner._tape.refuse(inner, what)

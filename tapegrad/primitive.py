@@ -42,7 +42,7 @@ class Primitive:
         self.jvp_argnum: Callable[..., Callable[[Any], Any]] | None = None
         # Do the rules take leading batch axes (``g.shape == batch + ans.shape``)?
         # If not, a transform pushing a batch calls them once per element (see
-        # tapegrad.tape.map_batch). Declared by defvjp/defjvp(batched=...);
+        # tapegrad.engine_ops.map_batch). Declared by defvjp/defjvp(batched=...);
         # tapegrad's own primitives are marked by mark_batched.
         self.vjps_batched = False
         self.jvps_batched = False
@@ -218,7 +218,7 @@ def _apply(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
             if top is None or t.level > top.level:
                 top = t
     assert top is not None
-    if not top.active:  # (vmap and jit would take such a list as a constant; a tape converts it)
+    if not top.active:  # (an abstract level would take such a list as a constant; a tape converts it)
         _refuse_lists(args, kwargs)
     try:
         return top.process(prim, args, kwargs)
@@ -485,7 +485,7 @@ def nondifferentiable(fun: Callable[..., Any]) -> Callable[..., Any]:
             if type(a) is Traced:
                 vals = [value(b) for b in args]
                 kw = {k: value(v) for k, v in kwargs.items()} if kwargs else kwargs
-                top = None  # the highest level whose values value() keeps (a vmap's, a jit's)
+                top = None  # the highest level whose values value() keeps (an abstract level's)
                 for v in (*vals, *kw.values()):
                     if type(v) is Traced and (top is None or v._tape.level > top.level):
                         top = v._tape

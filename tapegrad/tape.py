@@ -184,8 +184,8 @@ class Tape(Level):
         fast paths for one and two operands included), custom rules and
         checkpoints call it. Each kind of tape specialises it: here the rules
         close over the unboxed arguments (plain values, or values traced on
-        lower tapes); the graph tape keeps them traced, the facade's adds
-        PyTorch's node data, a forward trace pushes tangents instead.
+        lower tapes); the graph tape keeps them traced, a subclass may add
+        node data of its own, a forward trace pushes tangents instead.
         """
         if len(argnums) == 1:  # (one parent, the common case: no tuples, see Entry)
             i = argnums[0]

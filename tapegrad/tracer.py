@@ -25,8 +25,8 @@ class Traced:
     a tape, or its abstract value (shape and dtype) on an ``abstract`` level;
     ``_tape`` is its level. The rest is the level's payload, one named field
     each: ``_node``, a tape's entry; ``_tangent``, a forward trace's tangent;
-    ``_array``, the array an abstract level computes with (a vmap's batch on
-    axis 0, a jit's concrete array). A value sets only its level's field.
+    ``_array``, the array an abstract level computes with (a batch of
+    examples, a concrete array of a trace). A value sets only its level's field.
     """
 
     __slots__ = ("_value", "_tape", "_node", "_tangent", "_array")
@@ -80,7 +80,7 @@ class Traced:
 
     def __bool__(self) -> bool:
         # control flow on values is allowed (define-by-run); an abstract
-        # value says what its level makes of it (vmap refuses, jit guards)
+        # value says what its level makes of it (a refusal, a recorded decision...)
         return bool(self._value)
 
     def __repr__(self) -> str:
@@ -145,8 +145,9 @@ def value(x: Any) -> Any:
     """Return the primal value of ``x`` with no gradient tracking.
 
     For a traced value this is its underlying array (through every level of
-    nesting); anything else is returned unchanged. Inside ``vmap``, a batched
-    value stays batched (its value differs per example).
+    nesting); anything else is returned unchanged. A value of an ``abstract``
+    level is what that level keeps (inside ``vmap``, a batched value stays
+    batched: its value differs per example).
 
     Examples:
         >>> tg.grad(lambda x: x * tg.value(x))(3.0)   # value() is a constant
@@ -154,7 +155,7 @@ def value(x: Any) -> Any:
     """
     while type(x) is Traced:
         level = x._tape
-        if level.abstract:  # (a vmap's or a jit's value: its level says what it keeps)
+        if level.abstract:  # (its level says what it keeps: see Level.keep)
             return level.keep(x)
         x = x._value
     return x
