@@ -56,21 +56,6 @@ def batch_all(x: Any, batched: bool, size: int) -> Any:
     return broadcast_to(x, (size,) + tuple(np.shape(x)))
 
 
-# --- elementwise -----------------------------------------------------------------------------
-_ELEMENTWISE = """negative positive absolute sqrt cbrt square exp exp2 expm1 log log2 log10 log1p
-sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh reciprocal deg2rad rad2deg
-conjugate real imag sinc add subtract multiply divide power arctan2 maximum minimum fmax fmin hypot
-logaddexp logaddexp2 remainder fmod clip where3 copy cast_to astype_float""".split()
-
-for _name in _ELEMENTWISE:
-    _fn = getattr(w, _name, None)
-    if _fn is None:
-        from tapegrad import primitive as _p
-
-        _fn = getattr(_p, _name)
-    defbatch(_fn, elementwise_rule(_fn))
-
-
 # --- reductions and scans along ``axis`` -----------------------------------------------------
 def _reduction(fn: Callable[..., Any], impl: Callable[..., Any]) -> None:
     def rule(args: Args, batched: Sequence[bool], size: int, **kwargs: Any) -> Any:

@@ -18,7 +18,7 @@ import numpy as np
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import vjps as v
 from tapegrad.numpy import wrap as w
-from tapegrad.primitive import broadcast_to, cast_to, defjvp, defjvp_argnum, sum_to
+from tapegrad.primitive import broadcast_to, defjvp, defjvp_argnum, sum_to
 from tapegrad.tracer import value
 
 Jvp = Callable[[Any], Any]
@@ -27,52 +27,6 @@ Jvp = Callable[[Any], Any]
 def _nb(t: Any, x: Any) -> int:
     """Leading batch axes of tangent ``t`` for an argument ``x``."""
     return t.ndim - np.ndim(x)
-
-
-# --- elementwise: the Jacobian is diagonal, so the JVP is the VJP -------------------------
-_DIAGONAL = """negative positive sqrt cbrt square exp exp2 expm1 log log2 log10 log1p sin cos tan
-arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh reciprocal deg2rad rad2deg
-conjugate sinc add subtract multiply divide power arctan2 maximum minimum fmax fmin hypot
-logaddexp logaddexp2 remainder fmod clip where3 copy""".split()
-
-
-
-def _diagonal(maker: Callable[..., Jvp], i: int) -> Callable[..., Jvp]:
-    """The VJP maker of an elementwise op, used as its JVP maker. The tangent
-    of an argument broadcast into the output gets the missing axes between
-    its batch axes and its own, so it lines up with the other operands."""
-
-    def jvp_maker(ans: Any, *args: Any, **kw: Any) -> Jvp:
-        inner = maker(ans, *args, **kw)
-        x = args[i]
-        xnd = x.ndim if hasattr(x, "ndim") else 0
-        outnd = ans.ndim
-        if xnd == outnd:
-            return inner
-
-        def jvp(t: Any) -> Any:
-            nb = t.ndim - xnd
-            if nb:
-                t = d.reshape(t, t.shape[:nb] + (1,) * (outnd - xnd) + t.shape[nb:])
-            return inner(t)
-
-        return jvp
-
-    return jvp_maker
-
-
-for _name in _DIAGONAL:
-    _prim = getattr(w, _name).primitive
-    for _i, _maker in _prim.vjps.items():
-        if _maker is not None:
-            _prim.jvps[_i] = _diagonal(_maker, _i)
-
-defjvp(w.absolute, lambda ans, x: (lambda t: w.real(w.conjugate(x) * t) / w.where3(value(ans) == 0, 1.0, ans))
-       if np.iscomplexobj(value(x)) else (lambda t: t * np.sign(value(x))))
-defjvp(w.real, lambda ans, x: lambda t: w.real(t))
-defjvp(w.imag, lambda ans, x: lambda t: w.imag(t))
-defjvp(cast_to, lambda ans, x, dtype: lambda t: cast_to(t, dtype))
-defjvp(w.astype_float, lambda ans, x, dtype: lambda t: w.astype_float(t, dtype))
 
 
 # --- reductions ------------------------------------------------------------------------------

@@ -16,12 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.batching import defbatch, elementwise_rule
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import Index
 from tapegrad.primitive import defvjp, defvjp_argnum
-from tapegrad.tape import consumable
 from tapegrad.tracer import Traced, value
 
 Vjp = Callable[[Any], Any]
@@ -57,171 +55,6 @@ def _kept(ans: Any, shape: tuple[int, ...], axis: Any) -> Any:
     """``ans`` of a reduction reshaped with the reduced axes kept as size 1."""
     return w.reshape_c(ans, _kept_shape(shape, axis))
 
-
-def _select(g: Any, m: Any) -> Any:
-    """``g * m`` for a mask ``m`` (0, 1, or 0.5 on ties), but exactly +0 where
-    ``m`` is 0: not -0 for a negative ``g``, nor NaN for an infinite one (as
-    JAX's select and PyTorch's masked_fill give)."""
-    if m.dtype == bool:
-        return w.where3(m, g, 0.0)
-    return w.where3(m != 0, g * m, 0.0)
-
-
-def _at_zero(x: Any) -> Any:
-    """The boolean mask ``x == 0`` (a vmap's or a jit's value stays traced: no NumPy array of it)."""
-    m = value(x) == 0
-    return m if type(m) is Traced else np.asarray(m)
-
-
-def _balanced_eq(x: Any, z: Any, y: Any) -> Any:
-    """1 where x is the winner, 0.5 on ties (as JAX splits them), else 0; in
-    the result's dtype (a float64 mask would promote float32 cotangents)."""
-    x, z, y = value(x), value(z), value(y)
-    win = x == z
-    if type(win) is Traced:  # a vmap's or a jit's values stay traced: no NumPy array of them
-        dtype = np.result_type(z)
-        out = w.where3(win, np.ones((), dtype), np.zeros((), dtype))
-        return w.where3(win & (y == z), np.asarray(0.5, dtype), out)
-    out = np.asarray(win, dtype=np.result_type(z))
-    tie = win & (y == z)
-    if tie.any():
-        out = np.array(out)  # writeable, even where win broadcast
-        out[np.broadcast_to(tie, out.shape)] = 0.5
-    return out
-
-
-def _sign_or_phase(x: Any) -> Any:
-    """d|x|/dx: sign(x) for real x, conj(x)/|x| for complex (JAX's complex
-    convention), 0 at 0 (as PyTorch and HIPS autograd; JAX takes 1 there)."""
-    v = value(x)
-    if np.iscomplexobj(v):
-        a = w.absolute(x)
-        return w.conjugate(x) / w.where3(value(a) == 0, 1.0, a) * (np.abs(v) != 0)
-    return np.sign(v)
-
-
-def _same(g: Any) -> Any:
-    """The rule of an argument whose cotangent is the output's (``x + y``,
-    ``+x``, ``copy``): one shared function rather than a closure per op."""
-    return g
-
-
-# --- elementwise ------------------------------------------------------------------------------
-defvjp(w.negative,   lambda ans, x: lambda g: -g)
-defvjp(w.positive,   lambda ans, x: _same)
-defvjp(w.absolute,   lambda ans, x: lambda g: g * _sign_or_phase(x))
-defvjp(w.sqrt,       lambda ans, x: lambda g: g * 0.5 / ans)
-defvjp(w.cbrt,       lambda ans, x: lambda g: g / (3 * ans * ans))
-defvjp(w.square,     lambda ans, x: lambda g: g * 2 * x)
-defvjp(w.exp,        lambda ans, x: lambda g: g * ans)
-defvjp(w.exp2,       lambda ans, x: lambda g: g * ans * np.log(2))
-defvjp(w.expm1,      lambda ans, x: lambda g: g * w.exp(x))  # (not ans + 1: no digits left for x << 0)
-defvjp(w.log,        lambda ans, x: lambda g: g / x)
-defvjp(w.log2,       lambda ans, x: lambda g: g / (x * np.log(2)))
-defvjp(w.log10,      lambda ans, x: lambda g: g / (x * np.log(10)))
-defvjp(w.log1p,      lambda ans, x: lambda g: g / (x + 1))
-defvjp(w.sin,        lambda ans, x: lambda g: g * w.cos(x))
-defvjp(w.cos,        lambda ans, x: lambda g: -g * w.sin(x))
-defvjp(w.tan,        lambda ans, x: lambda g: g * (1 + ans * ans))
-defvjp(w.arcsin,     lambda ans, x: lambda g: g / w.sqrt((1 - x) * (1 + x)))  # (no cancellation near |x| = 1)
-defvjp(w.arccos,     lambda ans, x: lambda g: -g / w.sqrt((1 - x) * (1 + x)))
-defvjp(w.arctan,     lambda ans, x: lambda g: g / (1 + x * x))
-defvjp(w.sinh,       lambda ans, x: lambda g: g * w.cosh(x))
-defvjp(w.cosh,       lambda ans, x: lambda g: g * w.sinh(x))
-defvjp(w.tanh,       lambda ans, x: lambda g: _tanh_vjp(g, ans))
-defvjp(w.arcsinh,    lambda ans, x: lambda g: g / w.sqrt(x * x + 1))
-defvjp(w.arccosh,    lambda ans, x: lambda g: g / w.sqrt((x - 1) * (x + 1)))
-defvjp(w.arctanh,    lambda ans, x: lambda g: g / ((1 - x) * (1 + x)))
-defvjp(w.reciprocal, lambda ans, x: lambda g: -g * ans * ans)
-defvjp(w.deg2rad,    lambda ans, x: lambda g: g * (np.pi / 180))
-defvjp(w.rad2deg,    lambda ans, x: lambda g: g * (180 / np.pi))
-defvjp(w.conjugate,  lambda ans, x: lambda g: w.conjugate(g))
-defvjp(w.real,       lambda ans, x: _same)
-defvjp(w.imag,       lambda ans, x: (lambda g: g * -1j) if np.iscomplexobj(value(x)) else (lambda g: g * 0))
-# (``g`` first: ``-1j * np.float64(2.0)`` is a Python complex, which has no shape)
-
-
-def _tanh_vjp(g: Any, ans: Any) -> Any:
-    """g * (1 - ans**2). On plain arrays in one buffer: ``ans``'s own, when
-    the walk frees it after this anyway (a backward pass through wide tanh
-    layers is where peak memory is set), else a new one."""
-    if type(g) is np.ndarray and type(ans) is np.ndarray and g.shape == ans.shape:
-        out = ans if consumable(ans) and ans.dtype == np.result_type(g, ans) else None
-        out = np.multiply(ans, ans, out=out)
-        np.subtract(1, out, out=out)
-        return np.multiply(g, out, out=out)
-    return g * (1 - w.square(ans))  # square: one edge to ans where ans * ans has two
-
-
-def _vjp_power_base(x: Any, y: Any) -> Vjp:
-    """d(x**y)/dx = y x**(y-1) (0 where y == 0). A constant exponent, the
-    common case (x ** 2), costs one power and one product."""
-    if type(y) in (int, float) or (isinstance(y, np.generic) and np.ndim(y) == 0):
-        if y == 0:
-            return lambda g: g * 0
-        if y == 2:
-            return lambda g: g * (2 * x)
-        return lambda g: g * (y * w.power(x, y - 1))
-    return lambda g: g * (y * w.power(x, w.where3(value(y) == 0, 1, y - 1)))
-
-
-def _vjp_sinc(ans: Any, x: Any) -> Vjp:
-    zero = value(x) == 0
-    safe = w.where3(zero, 1.0, x)
-    return lambda g: g * w.where3(zero, 0.0, (w.cos(np.pi * safe) - ans) / safe)
-
-
-defvjp(w.sinc, _vjp_sinc)
-
-# --- elementwise, several arguments (the engine unbroadcasts) --------------------------------------
-defvjp(w.add,        lambda ans, x, y: _same,
-                     lambda ans, x, y: _same)
-defvjp(w.subtract,   lambda ans, x, y: _same,
-                     lambda ans, x, y: lambda g: -g)
-defvjp(w.multiply,   lambda ans, x, y: lambda g: g * y,
-                     lambda ans, x, y: lambda g: g * x)
-defvjp(w.divide,     lambda ans, x, y: lambda g: g / y,
-                     lambda ans, x, y: lambda g: -g * ans / y)
-defvjp(w.power,      lambda ans, x, y: _vjp_power_base(x, y),
-                     lambda ans, x, y: lambda g: g * (w.log(w.where3(value(x) == 0, 1, x)) * ans))
-defvjp(w.arctan2,    lambda ans, y, x: lambda g: g * x / (x * x + y * y),
-                     lambda ans, y, x: lambda g: -g * y / (x * x + y * y))
-defvjp(w.maximum,    lambda ans, x, y: lambda g: _select(g, _balanced_eq(x, ans, y)),
-                     lambda ans, x, y: lambda g: _select(g, _balanced_eq(y, ans, x)))
-defvjp(w.minimum,    lambda ans, x, y: lambda g: _select(g, _balanced_eq(x, ans, y)),
-                     lambda ans, x, y: lambda g: _select(g, _balanced_eq(y, ans, x)))
-defvjp(w.fmax,       lambda ans, x, y: lambda g: _select(g, _balanced_eq(x, ans, y)),
-                     lambda ans, x, y: lambda g: _select(g, _balanced_eq(y, ans, x)))
-defvjp(w.fmin,       lambda ans, x, y: lambda g: _select(g, _balanced_eq(x, ans, y)),
-                     lambda ans, x, y: lambda g: _select(g, _balanced_eq(y, ans, x)))
-defvjp(w.hypot,      lambda ans, x, y: lambda g: g * x / ans,
-                     lambda ans, x, y: lambda g: g * y / ans)
-defvjp(w.logaddexp,  lambda ans, x, y: lambda g: g * w.exp(x - ans),
-                     lambda ans, x, y: lambda g: g * w.exp(y - ans))
-defvjp(w.logaddexp2, lambda ans, x, y: lambda g: g * w.exp2(x - ans),
-                     lambda ans, x, y: lambda g: g * w.exp2(y - ans))
-defvjp(w.remainder,  lambda ans, x, y: _same,
-                     lambda ans, x, y: lambda g: -g * np.floor_divide(value(x), value(y)))
-defvjp(w.fmod,       lambda ans, x, y: _same,
-                     lambda ans, x, y: lambda g: -g * np.trunc(value(x) / value(y)))
-
-
-def _clip_masks(x: Any, lo: Any, hi: Any) -> tuple[Any, Any, Any]:
-    x, lo, hi = value(x), value(lo), value(hi)
-    below = x < lo if lo is not None else False
-    above = x > hi if hi is not None else False
-    return ~(below | above), below, above
-
-
-defvjp(w.clip,       lambda ans, x, lo=None, hi=None, **kw: lambda g: _select(g, _clip_masks(x, lo, hi)[0]),
-                     lambda ans, x, lo=None, hi=None, **kw: lambda g: _select(g, _clip_masks(x, lo, hi)[1]),
-                     lambda ans, x, lo=None, hi=None, **kw: lambda g: _select(g, _clip_masks(x, lo, hi)[2]))
-defvjp(w.heaviside,  lambda ans, x1, x2: lambda g: _select(g, np.zeros(np.shape(value(x1)), bool)),
-                     lambda ans, x1, x2: lambda g: _select(g, _at_zero(x1)))  # (x2: the value at 0)
-defbatch(w.heaviside, elementwise_rule(w.heaviside))  # (an elementwise op: its batching rule)
-defvjp(w.where3,     None,
-                     lambda ans, c, x, y: lambda g: w.where3(c, g, 0.0),
-                     lambda ans, c, x, y: lambda g: w.where3(c, 0.0, g))
 
 # --- reductions and scans ----------------------------------------------------------------------
 
@@ -343,8 +176,6 @@ def _vjp_reshape(ans: Any, x: Any, shape: Any) -> Vjp:
 
 
 defvjp(w.reshape_c, _vjp_reshape)
-defvjp(w.copy,       lambda ans, x: _same)
-defvjp(w.astype_float, lambda ans, x, dtype: _same)
 
 
 def transpose_batched(g: Any, perm: tuple[int, ...], nb: int) -> Any:

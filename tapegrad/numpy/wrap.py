@@ -10,6 +10,7 @@ Their VJP rules live in ``vjps.py``. Functions with no derivative (or a zero
 one) are wrapped with ``nondifferentiable``: they read traced values by value.
 """
 
+# ruff: noqa: F401  (the index: it re-exports what the family modules define)
 from __future__ import annotations
 
 import builtins
@@ -42,92 +43,64 @@ def reduction_size(shape: tuple[int, ...], axis: Any) -> int:
     return math.prod(shape[a] for a in normalize_axes(axis, len(shape)))
 
 
-# --- elementwise, one argument -----------------------------------------------------
 _OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
-negative = primitive(np.negative)
-positive = primitive(np.positive)
-absolute = primitive(np.absolute)
-sqrt = primitive(np.sqrt)
-cbrt = primitive(np.cbrt)
-square = primitive(np.square)
-exp = primitive(np.exp)
-exp2 = primitive(np.exp2)
-expm1 = primitive(np.expm1)
-log = primitive(np.log)
-log2 = primitive(np.log2)
-log10 = primitive(np.log10)
-log1p = primitive(np.log1p)
-sin = primitive(np.sin)
-cos = primitive(np.cos)
-tan = primitive(np.tan)
-arcsin = primitive(np.arcsin)
-arccos = primitive(np.arccos)
-arctan = primitive(np.arctan)
-sinh = primitive(np.sinh)
-cosh = primitive(np.cosh)
-tanh = primitive(np.tanh)
-arcsinh = primitive(np.arcsinh)
-arccosh = primitive(np.arccosh)
-arctanh = primitive(np.arctanh)
-reciprocal = primitive(np.reciprocal)
-deg2rad = primitive(np.deg2rad)
-rad2deg = primitive(np.rad2deg)
-conjugate = primitive(np.conjugate)
-real = primitive(np.real)
-imag = primitive(np.imag)
-sinc = primitive(np.sinc)
+from tapegrad.numpy.elementwise import (  # noqa: E402  (the family modules define them)
+    _astype,  # noqa: E402, F401  (tg.jit's rewrites look it up here)
+    absolute,
+    add,
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctan2,
+    arctanh,
+    astype_float,
+    cbrt,
+    clip,
+    clip_bounds,
+    conjugate,
+    copy,
+    cos,
+    cosh,
+    deg2rad,
+    divide,
+    exp,
+    exp2,
+    expm1,
+    fmax,
+    fmin,
+    fmod,
+    heaviside,
+    hypot,
+    imag,
+    log,
+    log1p,
+    log2,
+    log10,
+    logaddexp,
+    logaddexp2,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    positive,
+    power,
+    rad2deg,
+    real,
+    reciprocal,
+    remainder,
+    sin,
+    sinc,
+    sinh,
+    sqrt,
+    square,
+    subtract,
+    tan,
+    tanh,
+    where3,
+)
 
-# --- elementwise, two or three arguments (broadcasting) --------------------------------
-add = primitive(np.add)
-subtract = primitive(np.subtract)
-multiply = primitive(np.multiply)
-divide = primitive(np.divide)
-power = primitive(np.power)
-arctan2 = primitive(np.arctan2)
-maximum = primitive(np.maximum)
-minimum = primitive(np.minimum)
-fmax = primitive(np.fmax)
-fmin = primitive(np.fmin)
-hypot = primitive(np.hypot)
-logaddexp = primitive(np.logaddexp)
-logaddexp2 = primitive(np.logaddexp2)
-remainder = primitive(np.remainder)
-fmod = primitive(np.fmod)
-clip_bounds = primitive(np.clip, "clip")  # the primitive: bounds by position, ``clip(a, lo, hi)``
-_UNSET: Any = object()
-
-
-def clip(a: Any, a_min: Any = _UNSET, a_max: Any = _UNSET, out: Any = None, **kwargs: Any) -> Any:
-    """``np.clip(a, a_min, a_max)``, the bounds given by position or by keyword
-    (``a_min=``/``a_max=``, or NumPy 2's ``min=``/``max=``): one ``clip`` entry
-    whose bounds are positional arguments, so traced bounds get gradients too."""
-    for key, pos in (("min", a_min), ("max", a_max)):
-        if key in kwargs:
-            if pos is not _UNSET:
-                raise TypeError(f"clip: pass either a_{key} or {key}, not both")
-            if key == "min":
-                a_min = kwargs.pop(key)
-            else:
-                a_max = kwargs.pop(key)
-    lo = None if a_min is _UNSET else a_min
-    hi = None if a_max is _UNSET else a_max
-    if out is not None:
-        if type(a) is Traced or type(lo) is Traced or type(hi) is Traced:
-            raise TypeError("tapegrad: numpy.clip with out= writes into a plain array and would "
-                            "drop the gradient; call it without out=")
-        return np.clip(a, lo, hi, out=out, **kwargs)
-    return clip_bounds(a, lo, hi, **kwargs)
-
-
-clip.primitive = clip_bounds.primitive  # type: ignore[attr-defined]  # (rules are defined on either)
-where3 = primitive(np.where, "where")
-where3.__doc__ = """``np.where(mask, x, y)``: ``x`` where ``mask`` holds, else ``y`` (broadcast).
-
-The three-argument ``where`` as one primitive (NumPy's own function on plain
-arrays, no Python front-end). ``mask`` is a constant: a boolean array or
-scalar that gets no gradient (take ``value()`` of a traced condition first;
-``tapegrad.numpy.where`` does). Its rules route the cotangent to ``x`` where
-``mask`` holds and to ``y`` elsewhere, exactly +0 on the other side."""
 
 # --- reductions and scans --------------------------------------------------------------
 def _sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
@@ -230,19 +203,6 @@ def _diag_embed(g: Any, offset: int, axis1: int, axis2: int, shape: tuple[int, .
 
 diag_embed = primitive(_diag_embed, "diag_embed")
 
-
-def _astype(x: Any, dtype: Any) -> Any:
-    return x.astype(dtype)
-
-
-astype_float = primitive(_astype, "astype")
-
-
-def _copy(x: Any) -> Any:
-    return x.copy()
-
-
-copy = primitive(_copy, "copy")
 
 # --- indexing --------------------------------------------------------------------------------
 
@@ -537,7 +497,6 @@ shape ndim size zeros_like ones_like empty_like result_type iscomplexobj isrealo
 bitwise_and bitwise_or bitwise_xor invert argwhere""".split()
 
 nondiff = {name: nondifferentiable(getattr(np, name)) for name in _NONDIFF}
-heaviside = primitive(np.heaviside)
 _no_grad = {name: nondifferentiable(getattr(np, name)) for name in ("bincount", "unique", "histogram")}
 
 
