@@ -27,13 +27,15 @@ Examples:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from tapegrad.axes import normalize_axes
 from tapegrad.batching import defbatch, elementwise_rule
-from tapegrad.primitive import defjvp, defvjp, primitive
+from tapegrad.primitive import broadcast_to, defjvp, defvjp, primitive
 from tapegrad.tracer import NUMPY_DISPATCH
 
 Maker = Callable[..., Callable[[Any], Any]]
@@ -104,3 +106,32 @@ def elementwise(fun: Callable[..., Any], *vjps: Maker | None, name: str | None =
         NUMPY_NAMES[name] = fn
         NUMPY_DISPATCH[fun] = fn
     return fn
+
+
+# --- helpers shared by the families' rules ----------------------------------------------------
+def bound(fn: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """A batching rule's arguments as ``fn``'s: the first one, and the rest as
+    keywords (positional ones named after ``fn``'s parameters)."""
+    names = list(inspect.signature(fn).parameters)
+    kw = dict(kwargs)
+    for name, a in zip(names[1:], args[1:]):
+        kw[name] = a
+    return args[0], kw
+
+
+def batch_all(x: Any, batched: bool, size: int) -> Any:
+    """``x`` with a batch axis (broadcast along it when ``x`` is not batched)."""
+    if batched:
+        return x
+    return broadcast_to(x, (size,) + tuple(np.shape(x)))
+
+
+def nbatch(t: Any, x: Any) -> int:
+    """How many leading batch axes cotangent (or tangent) ``t`` carries beyond ``x``'s shape."""
+    return t.ndim - np.ndim(x)
+
+
+def neg_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    """``axis`` (None, an int or a sequence) of an ``ndim``-dim array, counted
+    from the end: the same axes of a cotangent with leading batch axes."""
+    return tuple(a - ndim for a in normalize_axes(axis, ndim))

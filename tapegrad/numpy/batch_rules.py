@@ -25,7 +25,6 @@ import numpy as np
 
 from tapegrad import batching
 from tapegrad.batching import (
-    BatchRule,
     defbatch,
     elementwise_rule,
     move_to_front,
@@ -34,7 +33,7 @@ from tapegrad.batching import (
 )
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import Index
-from tapegrad.primitive import broadcast_to, sum_to
+from tapegrad.primitive import broadcast_to
 from tapegrad.tracer import Traced
 
 Args = Sequence[Any]
@@ -89,14 +88,6 @@ _scan(w.cumprod, np.cumprod)
 
 
 # --- shape ---------------------------------------------------------------------------------
-def _reshape_rule(args: Args, batched: Sequence[bool], size: int, shape: Any = None) -> Any:
-    x = args[0]
-    shape = args[1] if len(args) > 1 else shape
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    return w.reshape_c(x, (size,) + shape)
-
-
-defbatch(w.reshape_c, _reshape_rule)
 
 
 def _transpose_rule(args: Args, batched: Sequence[bool], size: int, axes: Any = None) -> Any:
@@ -105,127 +96,6 @@ def _transpose_rule(args: Args, batched: Sequence[bool], size: int, axes: Any = 
     nd = x.ndim - 1
     axes = tuple(range(nd))[::-1] if axes is None else tuple(shift_axis(a, nd) - 1 for a in axes)
     return w.transpose(x, (0,) + tuple(a + 1 for a in axes))
-
-
-defbatch(w.transpose, _transpose_rule)
-
-
-def _broadcast_to_rule(args: Args, batched: Sequence[bool], size: int) -> Any:
-    x, shape = args
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    return broadcast_to(move_to_front(x, len(shape)), (size,) + shape)
-
-
-defbatch(broadcast_to, _broadcast_to_rule)
-
-
-def _sum_to_rule(args: Args, batched: Sequence[bool], size: int, nbatch: int = 0) -> Any:
-    x, shape = args[0], args[1]
-    nbatch = args[2] if len(args) > 2 else nbatch
-    return sum_to(x, shape, nbatch + 1)
-
-
-defbatch(sum_to, _sum_to_rule)
-
-
-def _concatenate_rule(args: Args, batched: Sequence[bool], size: int) -> Any:
-    axis = args[0]
-    arrays = [batch_all(a, b, size) for a, b in zip(args[1:], batched[1:])]
-    return w.concatenate_args(axis + 1, *arrays)
-
-
-defbatch(w.concatenate_args, _concatenate_rule)
-
-
-def _flip_rule(args: Args, batched: Sequence[bool], size: int, **kwargs: Any) -> Any:
-    x, kw = _bound(np.flip, args, kwargs)
-    kw["axis"] = shift_axes(kw.get("axis"), x.ndim - 1)
-    return w.flip(x, **kw)
-
-
-def _flat(x: Any, size: int) -> Any:
-    """Each example of batched ``x`` flattened: ``(size, -1)``."""
-    return w.reshape_c(x, (size, -1))
-
-
-def _roll_rule(args: Args, batched: Sequence[bool], size: int, **kwargs: Any) -> Any:
-    x, kw = _bound(np.roll, args, kwargs)
-    if any(batched[1:]):
-        return None  # a shift that differs per example: a loop
-    if kw.get("axis") is None:  # over each flattened example
-        return w.reshape_c(w.roll(_flat(x, size), kw["shift"], 1), tuple(x.shape))
-    kw["axis"] = shift_axes(kw["axis"], x.ndim - 1)
-    return w.roll(x, **kw)
-
-
-_PER_AXIS = ("constant_values", "end_values", "stat_length")  # pad's (before, after) per axis
-
-
-def _pad_rule(args: Args, batched: Sequence[bool], size: int, **kwargs: Any) -> Any:
-    x, kw = _bound(np.pad, args, kwargs)
-    if any(batched[1:]):
-        return None
-    nd = x.ndim - 1
-    kw["pad_width"] = _per_axis(kw["pad_width"], nd, 0)
-    for name in _PER_AXIS:
-        if name in kw and np.ndim(kw[name]):  # (a scalar is the same for every axis)
-            kw[name] = _per_axis(kw[name], nd, 1 if name == "stat_length" else 0)
-    return w.pad(x, **kw)
-
-
-def _per_axis(spec: Any, nd: int, fill: Any) -> Any:
-    """pad's ``((before, after),) * nd`` form of ``spec``, a pair ``(fill, fill)``
-    first for the batch axis."""
-    pairs = np.broadcast_to(np.asarray(spec), (nd, 2))
-    return np.concatenate([np.full((1, 2), fill, dtype=pairs.dtype), pairs]).tolist()
-
-
-def _tri_rule(fn: Callable[..., Any]) -> BatchRule:
-    def rule(args: Args, batched: Sequence[bool], size: int, **kwargs: Any) -> Any:
-        x, kw = _bound(np.triu, args, kwargs)
-        if x.ndim < 2:
-            return None  # (a 0-d example: NumPy's error, from the loop)
-        if x.ndim == 2:  # a vector is the rows of a square matrix
-            n = x.shape[1]
-            x = broadcast_to(w.reshape_c(x, (size, 1, n)), (size, n, n))
-        return fn(x, **kw)  # (the last two axes: each example's)
-
-    return rule
-
-
-def _diagonal_rule(args: Args, batched: Sequence[bool], size: int, **kwargs: Any) -> Any:
-    x, kw = _bound(np.diagonal, args, kwargs)
-    nd = x.ndim - 1
-    kw["axis1"] = shift_axis(kw.get("axis1", 0), nd)
-    kw["axis2"] = shift_axis(kw.get("axis2", 1), nd)
-    return w.diagonal(x, **kw)  # (the diagonal last, the batch first: as each example's)
-
-
-def _diag_rule(args: Args, batched: Sequence[bool], size: int, k: int = 0) -> Any:
-    v = args[0]
-    k = args[1] if len(args) > 1 else k
-    if v.ndim == 3:  # (a matrix: its diagonal, as np.diag's)
-        return w.diagonal(v, k, 1, 2)
-    if v.ndim != 2:
-        return None  # (NumPy's error, from the loop)
-    n = v.shape[1] + abs(k)
-    return w.diag_embed(v, k, -2, -1, (n, n))
-
-
-def _diag_embed_rule(args: Args, batched: Sequence[bool], size: int) -> Any:
-    g, offset, a1, a2, shape = args
-    # axes >= 0 count the leading batch axes of g: one more now
-    return w.diag_embed(g, offset, a1 + (a1 >= 0), a2 + (a2 >= 0), shape)
-
-
-defbatch(w.flip, _flip_rule)
-defbatch(w.roll, _roll_rule)
-defbatch(w.pad, _pad_rule)
-defbatch(w.triu, _tri_rule(w.triu))
-defbatch(w.tril, _tri_rule(w.tril))
-defbatch(w.diagonal, _diagonal_rule)
-defbatch(w.diag_from_vector, _diag_rule)
-defbatch(w.diag_embed, _diag_embed_rule)
 
 
 # --- indexing ------------------------------------------------------------------------------

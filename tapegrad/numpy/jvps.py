@@ -18,7 +18,7 @@ import numpy as np
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import vjps as v
 from tapegrad.numpy import wrap as w
-from tapegrad.primitive import broadcast_to, defjvp, defjvp_argnum, sum_to
+from tapegrad.primitive import defjvp, defjvp_argnum
 from tapegrad.tracer import value
 
 Jvp = Callable[[Any], Any]
@@ -96,72 +96,7 @@ defjvp(w.logsumexp, lambda ans, x, axis=None, keepdims=False: _jvp_weighted(_log
     ans, x, axis, keepdims=keepdims))
 
 # --- shape ------------------------------------------------------------------------------------
-defjvp(w.reshape_c, lambda ans, x, shape: lambda t: w.reshape_c(t, t.shape[: _nb(t, x)] + ans.shape))
 
-
-def _jvp_transpose(ans: Any, x: Any, axes: Any = None) -> Jvp:
-    perm = tuple(range(x.ndim))[::-1] if axes is None else d.normalize_axes(axes, x.ndim)
-    return lambda t: v.transpose_batched(t, perm, _nb(t, x))
-
-
-def _jvp_concatenate(argnum: int, ans: Any, axis: int, *arrays: Any) -> Jvp:
-    start = sum(a.shape[axis] for a in arrays[: argnum - 1])
-    stop = start + arrays[argnum - 1].shape[axis]
-    widths = [(0, 0)] * ans.ndim
-    widths[axis] = (start, ans.shape[axis] - stop)
-    def jvp(t: Any) -> Any:
-        return w.pad(t, [(0, 0)] * _nb(t, arrays[argnum - 1]) + widths)
-    return jvp
-
-
-def _jvp_roll(ans: Any, x: Any, shift: Any, axis: Any = None) -> Jvp:
-    if axis is None:
-        return lambda t: d.reshape(w.roll(d.reshape(t, t.shape[: _nb(t, x)] + (-1,)), shift, -1), t.shape)
-    axes = _neg_axes(axis, x.ndim)
-    return lambda t: w.roll(t, shift, axes if isinstance(axis, (tuple, list)) else axes[0])
-
-
-def _jvp_pad(ans: Any, x: Any, pad_width: Any, mode: Any = "constant", **kw: Any) -> Jvp:
-    # every mode but maximum / minimum / median (and a function) is linear in x, less
-    # constant_values / end_values: the tangent padded the same way, with those zero
-    if callable(mode) or mode in ("maximum", "minimum", "median"):
-        raise NotImplementedError(f"JVP of the primitive `pad` with mode={mode!r} is not defined: tnp.pad derives it")
-    widths = [tuple(p) for p in np.broadcast_to(np.asarray(pad_width, dtype=int), (x.ndim, 2))]
-    mode = "constant" if mode == "empty" else mode
-    kw = {k: val for k, val in kw.items() if k not in ("constant_values", "end_values")}
-
-    def jvp(t: Any) -> Any:
-        nb = _nb(t, x)
-        extra = dict(kw)
-        if np.ndim(extra.get("stat_length")):  # per axis: one pair more for each batch axis
-            pairs = np.broadcast_to(np.asarray(extra["stat_length"]), (x.ndim, 2)).tolist()
-            extra["stat_length"] = [(1, 1)] * nb + pairs
-        return w.pad(t, [(0, 0)] * nb + widths, mode=mode, **extra)
-
-    return jvp
-
-
-def _jvp_broadcast_to(ans: Any, x: Any, shape: Any) -> Jvp:
-    lead = len(shape) - x.ndim
-    def jvp(t: Any) -> Any:
-        batch = t.shape[: _nb(t, x)]
-        return broadcast_to(d.reshape(t, batch + (1,) * lead + x.shape), batch + tuple(shape))
-    return jvp
-
-
-defjvp(w.transpose, _jvp_transpose)
-defjvp_argnum(w.concatenate_args, _jvp_concatenate)
-defjvp(w.flip, lambda ans, x, axis=None: lambda t: w.flip(t, _neg_axes(axis, x.ndim)))
-defjvp(w.roll, _jvp_roll)
-defjvp(w.pad, _jvp_pad)
-defjvp(w.triu, lambda ans, x, k=0: lambda t: w.triu(t, k))
-defjvp(w.tril, lambda ans, x, k=0: lambda t: w.tril(t, k))
-defjvp(w.diagonal, lambda ans, x, offset=0, axis1=0, axis2=1: lambda t: w.diagonal(
-    t, offset, d.normalize_axis(axis1, x.ndim) - x.ndim, d.normalize_axis(axis2, x.ndim) - x.ndim))
-defjvp(w.diag_from_vector, lambda ans, vec, k=0: lambda t: w.diag_embed(t, k, -2, -1, ans.shape))
-defjvp(w.diag_embed, lambda ans, g, offset, a1, a2, shape: lambda t: w.diag_embed(t, offset, a1, a2, shape))
-defjvp(broadcast_to, _jvp_broadcast_to)
-defjvp(sum_to, lambda ans, x, shape, nbatch=0: lambda t: sum_to(t, shape, nbatch + _nb(t, x)))
 
 # --- indexing -----------------------------------------------------------------------------------
 defjvp(w.getitem, lambda ans, x, idx, nb=0: lambda t: w.getitem(t, idx, nb + _nb(t, x)))

@@ -100,6 +100,24 @@ from tapegrad.numpy.elementwise import (  # noqa: E402  (the family modules defi
     tanh,
     where3,
 )
+from tapegrad.numpy.shape import (  # noqa: E402
+    _concatenate,
+    _diag_embed,
+    _diag_from_vector,
+    _reshape,
+    _transpose,
+    concatenate_args,
+    diag_embed,
+    diag_from_vector,
+    diagonal,
+    flip,
+    pad,
+    reshape_c,
+    roll,
+    transpose,
+    tril,
+    triu,
+)
 
 
 # --- reductions and scans --------------------------------------------------------------
@@ -152,56 +170,6 @@ The primitive behind ``tapegrad.numpy.logsumexp`` (no ``b``, no
 logsumexp = primitive(_logsumexp, "logsumexp")
 
 # --- shape ---------------------------------------------------------------------------------
-
-
-def _reshape(a: Any, shape: Any) -> Any:
-    return a.reshape(shape)
-
-
-reshape_c = primitive(_reshape, "reshape")
-def _transpose(a: Any, axes: Any = None) -> Any:
-    if type(a) is np.ndarray:  # the method: np.transpose is a Python-level wrapper around it
-        return a.transpose(axes)
-    return array_module(a).transpose(a, axes)
-
-
-transpose = primitive(_transpose, "transpose")
-flip = primitive(np.flip)
-roll = primitive(np.roll)
-pad = primitive(np.pad)
-triu = primitive(np.triu)
-tril = primitive(np.tril)
-diagonal = primitive(np.diagonal)
-
-
-def _concatenate(axis: int, *arrays: Any) -> Any:
-    return array_module(*arrays).concatenate(arrays, axis=axis)
-
-
-concatenate_args = primitive(_concatenate, "concatenate")
-
-
-def _diag_from_vector(v: Any, k: int = 0) -> Any:
-    return array_module(v).diag(v, k)
-
-
-diag_from_vector = primitive(_diag_from_vector, "diag")
-
-
-def _diag_embed(g: Any, offset: int, axis1: int, axis2: int, shape: tuple[int, ...]) -> Any:
-    """Zeros of ``batch + shape`` with ``g`` written on the given diagonal."""
-    xp = array_module(g)
-    nb = g.ndim - (len(shape) - 1)
-    out = xp.zeros(g.shape[:nb] + tuple(shape), dtype=g.dtype)
-    view = xp.moveaxis(out, (axis1, axis2), (-2, -1))
-    n = g.shape[-1]
-    rows = xp.arange(n) + max(-offset, 0)
-    cols = xp.arange(n) + max(offset, 0)
-    view[..., rows, cols] = g
-    return out
-
-
-diag_embed = primitive(_diag_embed, "diag_embed")
 
 
 # --- indexing --------------------------------------------------------------------------------
