@@ -28,7 +28,6 @@ from tapegrad.batching import (
     defbatch,
     elementwise_rule,
     move_to_front,
-    shift_axes,
     shift_axis,
 )
 from tapegrad.numpy import wrap as w
@@ -56,35 +55,6 @@ def batch_all(x: Any, batched: bool, size: int) -> Any:
 
 
 # --- reductions and scans along ``axis`` -----------------------------------------------------
-def _reduction(fn: Callable[..., Any], impl: Callable[..., Any]) -> None:
-    def rule(args: Args, batched: Sequence[bool], size: int, **kwargs: Any) -> Any:
-        x, kw = _bound(impl, args, kwargs)
-        kw["axis"] = shift_axes(kw.get("axis"), x.ndim - 1)
-        return fn(x, **kw)
-
-    defbatch(fn, rule)
-
-
-for _fn, _impl in [(w.sum, w._sum), (w.mean, w._mean), (w.prod, np.prod), (w.amax, np.amax),
-                   (w.amin, np.amin), (w.logsumexp, w._logsumexp)]:
-    _reduction(_fn, _impl)
-
-
-def _scan(fn: Callable[..., Any], impl: Callable[..., Any]) -> None:
-    def rule(args: Args, batched: Sequence[bool], size: int, **kwargs: Any) -> Any:
-        x, kw = _bound(impl, args, kwargs)
-        if kw.get("axis") is None:  # over the flattened example
-            x = w.reshape_c(x, (size, -1))
-            kw["axis"] = 1
-        else:
-            kw["axis"] = shift_axis(kw["axis"], x.ndim - 1)
-        return fn(x, **kw)
-
-    defbatch(fn, rule)
-
-
-_scan(w.cumsum, np.cumsum)
-_scan(w.cumprod, np.cumprod)
 
 
 # --- shape ---------------------------------------------------------------------------------
@@ -388,17 +358,6 @@ def _linear_rule(args: Args, batched: Sequence[bool], size: int) -> Any:
 
 
 defbatch(w.linear, _linear_rule)
-
-
-def _weighted_sum_rule(args: Args, batched: Sequence[bool], size: int, axis: Any = None) -> Any:
-    x, weights = args[0], args[1]
-    axis = args[2] if len(args) > 2 else axis
-    nd = max(x.ndim - batched[0], np.ndim(weights) - batched[1])
-    prod = elementwise_rule(w.multiply)([x, weights], batched[:2], size)
-    return w.sum(prod, axis=shift_axes(axis, nd))
-
-
-defbatch(w.weighted_sum, _weighted_sum_rule)
 
 
 def _einsum_rule(args: Args, batched: Sequence[bool], size: int, **kwargs: Any) -> Any:

@@ -19,7 +19,6 @@ from tapegrad.numpy import derived as d
 from tapegrad.numpy import vjps as v
 from tapegrad.numpy import wrap as w
 from tapegrad.primitive import defjvp, defjvp_argnum
-from tapegrad.tracer import value
 
 Jvp = Callable[[Any], Any]
 
@@ -35,65 +34,6 @@ def _nb(t: Any, x: Any) -> int:
 def _neg_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     return tuple(a - ndim for a in d.normalize_axes(axis, ndim))
 
-
-def _jvp_sum(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Jvp:
-    axes = _neg_axes(axis, x.ndim)
-    return lambda t: w.sum(t, axis=axes, dtype=dtype, keepdims=keepdims)
-
-
-def _jvp_weighted(weights: Callable[[], Any]) -> Callable[..., Jvp]:
-    def maker(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Jvp:
-        axes = _neg_axes(axis, x.ndim)
-        wts = weights(ans, x, axis)
-        return lambda t: w.sum(t * wts, axis=axes, keepdims=keepdims)
-    return maker
-
-
-def _chooser_weights(ans: Any, x: Any, axis: Any) -> Any:
-    hit = value(x) == value(v._kept(ans, x.shape, axis))
-    return hit / np.sum(hit, axis=axis, keepdims=True)
-
-
-def _prod_weights(ans: Any, x: Any, axis: Any) -> Any:
-    if np.all(value(x) != 0):
-        return v._kept(ans, x.shape, axis) / x
-    return v._prod_of_others(x, axis)
-
-
-def _logsumexp_weights(ans: Any, x: Any, axis: Any) -> Any:
-    return w.exp(x - v._kept(ans, x.shape, axis))
-
-
-def _jvp_amax(ans: Any, x: Any, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Jvp:
-    return _jvp_weighted(_chooser_weights)(ans, x, axis, keepdims=keepdims)
-
-
-def _jvp_cumsum(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Jvp:
-    if axis is None:
-        return lambda t: w.cumsum(d.reshape(t, t.shape[: _nb(t, x)] + (-1,)), axis=-1)
-    ax = d.normalize_axis(axis, x.ndim) - x.ndim
-    return lambda t: w.cumsum(t, axis=ax)
-
-
-def _jvp_mean(ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Jvp:
-    axes, n = _neg_axes(axis, x.ndim), w.reduction_size(x.shape, axis)
-    return lambda t: w.sum(t, axis=axes, keepdims=keepdims) / n
-
-
-def _jvp_weighted_sum(ans: Any, x: Any, weights: Any, axis: int | None = None) -> Jvp:
-    axes = tuple(range(-x.ndim, 0)) if axis is None else (axis - x.ndim if axis >= 0 else axis)
-    return lambda t: w.sum(t * weights, axis=axes)
-
-
-defjvp(w.sum, _jvp_sum)
-defjvp(w.mean, _jvp_mean)
-defjvp(w.weighted_sum, _jvp_weighted_sum, None)
-defjvp(w.prod, _jvp_weighted(_prod_weights))
-defjvp(w.amax, _jvp_amax)
-defjvp(w.amin, _jvp_amax)
-defjvp(w.cumsum, _jvp_cumsum)
-defjvp(w.logsumexp, lambda ans, x, axis=None, keepdims=False: _jvp_weighted(_logsumexp_weights)(
-    ans, x, axis, keepdims=keepdims))
 
 # --- shape ------------------------------------------------------------------------------------
 

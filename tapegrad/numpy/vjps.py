@@ -20,7 +20,7 @@ from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import Index
 from tapegrad.primitive import defvjp, defvjp_argnum
-from tapegrad.tracer import Traced, value
+from tapegrad.tracer import value
 
 Vjp = Callable[[Any], Any]
 
@@ -30,141 +30,8 @@ def _nb(g: Any, ans: Any) -> int:
     return g.ndim - ans.ndim
 
 
-def _kept_shape(shape: tuple[int, ...], axis: Any) -> tuple[int, ...]:
-    """``shape`` with the axes a reduction over ``axis`` removes kept as size 1."""
-    axes = d.normalize_axes(axis, len(shape))
-    return tuple(1 if i in axes else n for i, n in enumerate(shape))
-
-
-def _unreduce(g: Any, nd: int, kept: tuple[int, ...]) -> Any:
-    """A reduction's cotangent ``g`` (batch + an ``nd``-dim result) reshaped to
-    batch + ``kept``: it broadcasts against the reduced argument."""
-    return w.reshape_c(g, g.shape[: g.ndim - nd] + kept)
-
-
-def _bcast(g: Any, nd: int, kept: tuple[int, ...], shape: tuple[int, ...]) -> Any:
-    """A reduction's cotangent broadcast back over the reduced axes: batch + ``shape``."""
-    nb = g.ndim - nd
-    lead = g.shape[:nb]
-    if nd != len(kept) and (nd or nb):  # put the reduced axes back as size 1 (not needed
-        g = w.reshape_c(g, lead + kept)  # with keepdims, nor for a full reduction's scalar)
-    return w.broadcast_to(g, lead + shape)
-
-
-def _kept(ans: Any, shape: tuple[int, ...], axis: Any) -> Any:
-    """``ans`` of a reduction reshaped with the reduced axes kept as size 1."""
-    return w.reshape_c(ans, _kept_shape(shape, axis))
-
-
 # --- reductions and scans ----------------------------------------------------------------------
 
-
-def _vjp_sum(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Vjp:
-    shape, nd = x.shape, ans.ndim
-    kept = _kept_shape(shape, axis)
-    return lambda g: _bcast(g, nd, kept, shape)
-
-
-def _vjp_chooser(ans: Any, x: Any, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Vjp:
-    """max / min: the cotangent goes to the winners, split evenly among ties."""
-    nd, kept = ans.ndim, _kept_shape(x.shape, axis)
-    hit = value(x) == value(ans).reshape(kept)
-    share = hit / np.sum(hit, axis=axis, keepdims=True)
-    return lambda g: _unreduce(g, nd, kept) * share
-
-
-def _prod_of_others(x: Any, axis: Any) -> Any:
-    """For each entry, the product of the *other* entries along ``axis``:
-    exclusive cumulative products from both ends, exact when x holds zeros."""
-    shape = x.shape
-    axes = d.normalize_axes(axis, len(shape))
-    rest = tuple(i for i in range(len(shape)) if i not in axes)
-    perm = rest + axes
-    xt = d.reshape(w.transpose(x, perm), tuple(shape[i] for i in rest) + (-1,))
-    ones = np.ones(xt.shape[:-1] + (1,), dtype=value(x).dtype)
-    left = w.cumprod(w.concatenate_args(xt.ndim - 1, ones, xt[..., :-1]), axis=-1)
-    right = w.flip(w.cumprod(w.concatenate_args(xt.ndim - 1, ones, w.flip(xt, -1)[..., :-1]), axis=-1), -1)
-    others = d.reshape(left * right, tuple(shape[i] for i in perm))
-    return w.transpose(others, tuple(np.argsort(perm)))
-
-
-def _no_zeros(x: Any) -> bool:
-    """Does ``x`` hold no zero? Only asked of plain values: a batched (vmap) or
-    traced (jit) ``x`` takes the rule that is exact with zeros too, which needs
-    no decision on its values."""
-    v = value(x)
-    return type(v) is not Traced and bool(np.all(v != 0))
-
-
-def _vjp_prod(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Vjp:
-    nd, kept = ans.ndim, _kept_shape(x.shape, axis)
-    if _no_zeros(x):
-        return lambda g: _unreduce(g, nd, kept) * (w.reshape_c(ans, kept) / x)
-    return lambda g: _unreduce(g, nd, kept) * _prod_of_others(x, axis)
-
-
-def _vjp_cumsum(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Vjp:
-    shape = x.shape
-    if axis is None:
-        return lambda g: d.reshape(_rev_cumsum(g, -1), g.shape[: _nb(g, ans)] + shape)
-    ax = d.normalize_axis(axis, x.ndim) - x.ndim
-    return lambda g: _rev_cumsum(g, ax)
-
-
-def _rev_cumsum(g: Any, axis: int) -> Any:
-    return w.flip(w.cumsum(w.flip(g, axis), axis=axis), axis)
-
-
-def _vjp_cumprod(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Vjp:
-    if axis is None:
-        shape = x.shape
-        inner = _vjp_cumprod(ans, d.ravel(x), -1)
-        return lambda g: d.reshape(inner(d.reshape(g, g.shape[: _nb(g, ans)] + (-1,))), g.shape[: _nb(g, ans)] + shape)
-    ax = d.normalize_axis(axis, x.ndim) - x.ndim
-    if _no_zeros(x):  # sum_{j >= i} g_j ans_j / x_i
-        return lambda g: _rev_cumsum(g * ans, ax) / x
-    return lambda g: _cumprod_grad_with_zeros(g, x, ax)
-
-
-def _cumprod_grad_with_zeros(g: Any, x: Any, ax: int) -> Any:
-    """d cumprod with zeros in x: grad_i = L_i * S_i with L_i = prod_{k<i} x_k and
-    S_i = g_i + x_{i+1} S_{i+1}, a recurrence along the axis (exact, O(n) ops)."""
-    gm, xm = d.moveaxis(g, ax, -1), d.moveaxis(x, ax, -1)
-    n = xm.shape[-1]
-    s = [gm[..., n - 1]]
-    for i in range(n - 2, -1, -1):
-        s.append(gm[..., i] + xm[..., i + 1] * s[-1])
-    s.reverse()
-    left = [np.ones(xm.shape[:-1], dtype=value(xm).dtype)]
-    for i in range(1, n):
-        left.append(left[-1] * xm[..., i - 1])
-    return d.moveaxis(d.stack([lf * si for lf, si in zip(left, s)], axis=-1), -1, ax)
-
-
-def _vjp_logsumexp(ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Vjp:
-    nd, kept = ans.ndim, _kept_shape(x.shape, axis)
-    return lambda g: _unreduce(g, nd, kept) * w.exp(x - w.reshape_c(ans, kept))
-
-
-def _vjp_mean(ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Vjp:
-    shape, nd, n = x.shape, ans.ndim, w.reduction_size(x.shape, axis)
-    kept = _kept_shape(shape, axis)
-
-    def vjp(g: Any) -> Any:
-        lead = g.shape[: g.ndim - nd]
-        return w.broadcast_to(w.reshape_c(g / n, lead + kept), lead + shape)
-
-    return vjp
-
-
-defvjp(w.sum, _vjp_sum)
-defvjp(w.mean, _vjp_mean)
-defvjp(w.prod, _vjp_prod)
-defvjp(w.amax, _vjp_chooser)
-defvjp(w.amin, _vjp_chooser)
-defvjp(w.cumsum, _vjp_cumsum)
-defvjp(w.cumprod, _vjp_cumprod)
-defvjp(w.logsumexp, _vjp_logsumexp)
 
 # --- shape ------------------------------------------------------------------------------------
 # (shape and indexing rules keep shapes and ranks, never the arrays: nothing
@@ -267,15 +134,6 @@ def swap_last(a: Any) -> Any:
 defvjp(w.linear,     lambda ans, x, wt, b: lambda g: w.matmul(g, wt),
                      lambda ans, x, wt, b: lambda g: w.matmul(swap_last(g), x),
                      lambda ans, x, wt, b: lambda g: w.sum(g, axis=-2))
-
-
-def _vjp_weighted_sum(ans: Any, x: Any, weights: Any, axis: int | None = None) -> Vjp:
-    kept = tuple(1 if axis is None or i == axis else n for i, n in enumerate(x.shape))
-    nd = ans.ndim
-    return lambda g: w.reshape_c(g, g.shape[: g.ndim - nd] + kept) * weights
-
-
-defvjp(w.weighted_sum, _vjp_weighted_sum, None)
 
 
 def _einsum_letters(subscripts: str, operands: tuple[Any, ...]) -> tuple[list[str], str]:

@@ -38,9 +38,6 @@ __all__ = ["broadcast_to", "normalize_axes", "normalize_axis", "sum_to"]
 
 
 # --- axes ------------------------------------------------------------------------------------
-def reduction_size(shape: tuple[int, ...], axis: Any) -> int:
-    """How many elements a reduction over ``axis`` of an array of ``shape`` combines into each result."""
-    return math.prod(shape[a] for a in normalize_axes(axis, len(shape)))
 
 
 _OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
@@ -100,6 +97,22 @@ from tapegrad.numpy.elementwise import (  # noqa: E402  (the family modules defi
     tanh,
     where3,
 )
+from tapegrad.numpy.reductions import (  # noqa: E402
+    _logsumexp,
+    _mean,
+    _sum,
+    _weighted_sum,
+    amax,
+    amin,
+    cumprod,
+    cumsum,
+    logsumexp,
+    mean,
+    prod,
+    reduction_size,
+    sum,
+    weighted_sum,
+)
 from tapegrad.numpy.shape import (  # noqa: E402
     _concatenate,
     _diag_embed,
@@ -119,55 +132,10 @@ from tapegrad.numpy.shape import (  # noqa: E402
     triu,
 )
 
-
 # --- reductions and scans --------------------------------------------------------------
-def _sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
-    if type(a) is np.ndarray:  # what np.sum calls, without its Python-level wrapper
-        return np.add.reduce(a, axis, dtype, out, keepdims, **kw)
-    return array_module(a).sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kw)
 
-
-sum = primitive(_sum, "sum")  # noqa: A001
-
-
-def _mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    """The mean of ``x`` over ``axis`` (None: every axis): ``sum / n`` in
-    ``x``'s dtype, as ONE tape entry where ``sum(x) / n`` records two."""
-    if type(x) is np.ndarray:  # the ufunc's reduction: np.sum's wrapper costs as much
-        s = np.add.reduce(x, axis, keepdims=keepdims)  # type: ignore[call-overload]
-    else:
-        s = array_module(x).sum(x, axis=axis, keepdims=keepdims)
-    return s / reduction_size(x.shape, axis)
-
-
-mean = primitive(_mean, "mean")
-prod = primitive(np.prod)
-amax = primitive(np.amax, "max")
-amin = primitive(np.amin, "min")
-cumsum = primitive(np.cumsum)
-cumprod = primitive(np.cumprod)
-
-
-def _logsumexp(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    xp = array_module(a)
-    if xp is np and a.size:  # the ufuncs' own reductions: fromnumeric's wrappers cost as much
-        m = np.maximum.reduce(a, axis, None, None, True)
-        m = np.where(np.isfinite(m), m, 0)
-        out = np.log(np.add.reduce(np.exp(a - m), axis, None, None, True)) + m
-    else:
-        m = xp.max(a, axis=axis, keepdims=True) if a.size else xp.zeros((1,) * a.ndim, a.dtype)
-        m = xp.where(xp.isfinite(m), m, 0)
-        out = xp.log(xp.sum(xp.exp(a - m), axis=axis, keepdims=True)) + m
-    return out if keepdims else xp.squeeze(out, axis=axis)
-
-
-_logsumexp.__doc__ = """``log(sum(exp(a), axis))``, computed stably (the maximum taken out first).
-
-The primitive behind ``tapegrad.numpy.logsumexp`` (no ``b``, no
-``return_sign``): one tape entry, and its rule reuses the stable answer."""
 
 # a primitive for numerical stability: its rule reuses the stable answer
-logsumexp = primitive(_logsumexp, "logsumexp")
 
 # --- shape ---------------------------------------------------------------------------------
 
@@ -418,20 +386,6 @@ def _linear(x: Any, w: Any, b: Any) -> Any:
 
 
 linear = primitive(_linear, "linear")
-
-
-def _weighted_sum(x: Any, weights: Any, axis: int | None = None) -> Any:
-    """``sum(x * weights)`` over every axis (``axis`` None) or over ``axis``,
-    as ONE tape entry. ``weights`` (of ``x``'s shape) is a constant: it gets
-    no gradient (a negative log-likelihood is this with the weights of each
-    sample at its target class and 0 elsewhere: no gather, no scatter)."""
-    prod = x * weights
-    if type(prod) is np.ndarray:
-        return np.add.reduce(prod, axis)
-    return array_module(prod).sum(prod, axis=axis)
-
-
-weighted_sum = primitive(_weighted_sum, "weighted_sum")
 
 
 def _einsum(subscripts: str, *operands: Any, **kwargs: Any) -> Any:
