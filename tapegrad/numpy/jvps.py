@@ -39,9 +39,6 @@ def _neg_axes(axis: Any, ndim: int) -> tuple[int, ...]:
 
 
 # --- indexing -----------------------------------------------------------------------------------
-defjvp(w.getitem, lambda ans, x, idx, nb=0: lambda t: w.getitem(t, idx, nb + _nb(t, x)))
-defjvp(w.index_add, lambda ans, g, idx, shape, nb: lambda t: w.index_add(t, idx, shape, nb + _nb(t, g)))
-defjvp(w.setitem, lambda ans, x, idx, vv: lambda t: v._vjp_setitem_x(ans, x, idx, vv)(t))
 
 # --- products ---------------------------------------------------------------------------------
 

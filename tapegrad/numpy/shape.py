@@ -241,7 +241,7 @@ pad = primitive(np.pad)
 def _vjp_pad(ans: Any, x: Any, pad_width: Any, mode: str = "constant", **kw: Any) -> Rule:
     if mode in ("edge", "wrap") or (mode in ("reflect", "symmetric") and kw.get("reflect_type", "even") == "even"):
         # a gather: the transpose scatter-adds each entry of g onto its source (NumPy pads an index array)
-        from tapegrad.numpy.wrap import Index, index_add  # (indexing's rules use this module)
+        from tapegrad.numpy.indexing import Index, index_add  # (indexing's rules use this module)
 
         src = Index((np.pad(np.arange(x.size).reshape(x.shape), pad_width, mode=mode).ravel(),), 1)
         nd = ans.ndim

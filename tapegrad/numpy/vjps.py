@@ -18,7 +18,6 @@ import numpy as np
 
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
-from tapegrad.numpy.wrap import Index
 from tapegrad.primitive import defvjp, defvjp_argnum
 from tapegrad.tracer import value
 
@@ -40,44 +39,7 @@ def _nb(g: Any, ans: Any) -> int:
 
 
 # --- indexing ---------------------------------------------------------------------------------
-def _vjp_getitem(ans: Any, x: Any, idx: Index, nb: int = 0) -> Vjp:
-    nd, xs = ans.ndim, x.shape[nb:]
-    return lambda g: w.index_add(g, idx, xs, g.ndim - nd + nb)
 
-
-def _vjp_index_add(ans: Any, g0: Any, idx: Index, shape: Any, nb: int) -> Vjp:
-    nd = ans.ndim
-    return lambda g: w.getitem(g, idx, g.ndim - nd + nb)
-
-
-defvjp(w.getitem, _vjp_getitem)
-defvjp(w.index_add, _vjp_index_add)
-
-
-def _vjp_setitem_x(ans: Any, x: Any, idx: Index, v: Any) -> Vjp:
-    keep = np.ones(x.shape, dtype=bool)
-    if idx.traced:  # (positions a jit trace computed: it records the mask)
-        keep = w.setitem(keep, idx, False)
-    else:
-        keep[idx.key] = False
-    return lambda g: g * keep
-
-
-def _vjp_setitem_v(ans: Any, x: Any, idx: Index, v: Any) -> Vjp:
-    nd, vshape = ans.ndim, np.shape(v)
-
-    def vjp(g: Any) -> Any:
-        nb = g.ndim - nd
-        s = w.getitem(g, idx, nb)
-        extra = len(vshape) - (s.ndim - nb)
-        if extra > 0:  # v had leading ones NumPy dropped when it assigned (v (1, 4) into (4,))
-            s = w.reshape_c(s, tuple(s.shape[:nb]) + (1,) * extra + tuple(s.shape[nb:]))
-        return s
-
-    return vjp
-
-
-defvjp(w.setitem, _vjp_setitem_x, None, _vjp_setitem_v)
 
 # --- products ---------------------------------------------------------------------------------
 

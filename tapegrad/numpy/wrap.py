@@ -97,6 +97,14 @@ from tapegrad.numpy.elementwise import (  # noqa: E402  (the family modules defi
     tanh,
     where3,
 )
+from tapegrad.numpy.indexing import (  # noqa: E402
+    Index,
+    batch_like,
+    getitem,
+    index_add,
+    lift,
+    setitem,
+)
 from tapegrad.numpy.reductions import (  # noqa: E402
     _logsumexp,
     _mean,
@@ -143,199 +151,8 @@ from tapegrad.numpy.shape import (  # noqa: E402
 # --- indexing --------------------------------------------------------------------------------
 
 
-class Index:
-    """A normalised NumPy index: a tuple with ``...`` expanded, lists made arrays.
-
-    ``kind`` is ``"basic"`` (ints, slices, None), ``"mask"`` (boolean arrays,
-    each position written at most once) or ``"int"`` (integer arrays).
-    ``traces`` holds the vmap levels (``BatchTrace``)
-    of the entries that are batched values (indices computed per example,
-    such as a per-example class label): empty for a plain index. ``traced``
-    says whether any entry (or slice bound) is traced, by a vmap or a jit.
-    """
-
-    __slots__ = ("key", "kind", "unique", "traces", "traced")
-
-    def __init__(self, key: Any, ndim: int) -> None:
-        if not isinstance(key, tuple):
-            key = (key,)
-        items: list[Any] = []
-        kind = "basic"
-        traces: tuple[Any, ...] = ()
-        traced = False
-        for k in key:
-            if type(k) is Traced:
-                k = value(k)
-                traced = traced or type(k) is Traced  # (a vmap's or a jit's value stays traced)
-                if type(k) is Traced and getattr(k._tape, "batching", False):  # per-example values
-                    traces += (k._tape,)
-                    kind = "mask" if k.dtype == bool and kind == "basic" else ("int" if k.dtype != bool else kind)
-                    items.append(k)
-                    continue
-            elif type(k) is slice and Traced in (type(k.start), type(k.stop), type(k.step)):
-                traced = True  # (bounds a jit traced: x[n:])
-            if isinstance(k, list) or (hasattr(k, "dtype") and getattr(k, "ndim", 0) > 0):
-                if isinstance(k, list):
-                    k = np.asarray(k) if len(k) else np.zeros(0, dtype=np.intp)
-                if k.dtype == bool:
-                    kind = "mask" if kind == "basic" else kind
-                else:
-                    kind = "int"
-            elif hasattr(k, "dtype") and k.dtype == bool:  # 0-d boolean
-                kind = "mask" if kind == "basic" else kind
-            items.append(k)
-        used = 0
-        for k in items:
-            if k is None or k is Ellipsis:
-                continue
-            used += k.ndim if (hasattr(k, "dtype") and k.dtype == bool) else 1
-        if any(k is Ellipsis for k in items):
-            at = next(i for i, k in enumerate(items) if k is Ellipsis)
-            items[at : at + 1] = [slice(None)] * (ndim - used)
-        self.key = tuple(items)
-        self.kind = kind
-        self.traces = traces
-        self.traced = traced
-        # (batched entries: repeats are unknown until each example is seen; positions a
-        # trace computed: add.at, always right; a jit's program normalises them again
-        # on each call's values)
-        self.unique = not traces and (kind != "int" or (not traced and _unique_int_index(self.key)))
-
-
-def _by_index(prim_fn: Any, args: tuple[Any, ...]) -> Any:
-    """A call whose only traced argument is in an index's key (a constant, a
-    cotangent, indexed by positions a ``jit`` trace computed): that trace
-    records it. None when no trace takes it (a vmap's: NumPy then refuses)."""
-    parts = [p for k in args[1].key for p in ((k.start, k.stop, k.step) if type(k) is slice else (k,))]
-    tape = top_tape(parts)
-    if tape is None or not tape.applies or tape.batching:
-        return None
-    return tape.apply(prim_fn.primitive, args, {})
-
-
-def _unique_int_index(key: tuple[Any, ...]) -> bool:
-    """True when one non-negative integer array is the only advanced index and
-    holds no repeats: then the scatter can assign instead of ``add.at``."""
-    arrays = [k for k in key if hasattr(k, "dtype") and getattr(k, "ndim", 0) > 0]
-    if len(arrays) != 1:
-        return False
-    a = arrays[0]
-    if a.size == 0:
-        return True
-    return bool(a.min() >= 0 and array_module(a).unique(a).size == a.size)
-
-
-def _batched_view(x: Any, nb: int) -> Any:
-    """``x`` with its ``nb`` leading batch axes moved to the end (a view)."""
-    if nb == 0:
-        return x
-    return array_module(x).moveaxis(x, tuple(range(nb)), tuple(range(-nb, 0)))
-
-
-def _unbatched(y: Any, nb: int) -> Any:
-    if nb == 0:
-        return y
-    return array_module(y).moveaxis(y, tuple(range(-nb, 0)), tuple(range(nb)))
-
-
-def _getitem(x: Any, index: Index, nb: int = 0) -> Any:
-    """``x[index]`` on the trailing axes of ``x``; its ``nb`` leading axes are batch."""
-    if index.traced:
-        out = _by_index(getitem, (x, index, nb))
-        if out is not None:
-            return out
-    if nb == 0:
-        return x[index.key]
-    return _unbatched(_batched_view(x, nb)[index.key], nb)
-
-
-def _index_add(g: Any, index: Index, shape: tuple[int, ...], nb: int) -> Any:
-    """Zeros of ``batch + shape`` with ``g`` added at ``index`` (an ``Index``;
-    repeated positions accumulate): the transpose of ``x[index]``. ``g``'s
-    ``nb`` leading axes are ``batch``."""
-    if index.traced:
-        out = _by_index(index_add, (g, index, shape, nb))
-        if out is not None:
-            return out
-    xp = array_module(g)
-    out = xp.zeros(g.shape[:nb] + tuple(shape), dtype=g.dtype)
-    view = _batched_view(out, nb)
-    gv = _batched_view(g, nb)
-    if index.unique:
-        view[index.key] = gv
-    else:
-        xp.add.at(view, index.key, gv)
-    return out
-
-
-def _batch_like(x: Any, marker: Any) -> Any:
-    """``x`` itself; under vmap, ``x`` batched like ``marker`` (see ``lift``)."""
-    return x
-
-
-batch_like = primitive(_batch_like, "batch_like")
 # (its rules are the identity's: kept here, beside the one function that calls it)
-defvjp(batch_like, lambda ans, x, marker: lambda g: g, None)
-defjvp(batch_like, lambda ans, x, marker: lambda t: t, None)
 
-
-def lift(x: Any, traces: tuple[Any, ...]) -> Any:
-    """``x`` made a batched value of each vmap level in ``traces`` it is not
-    batched on yet (the same value for every example: a broadcast view, no
-    copy), so that an index batched on those levels meets ``x`` there.
-
-    A primitive runs at the highest level among its *arguments*; the entries
-    of an ``Index`` are not arguments, so ``W[y]`` with a per-example
-    label ``y`` and a ``W`` that does not vary over the batch (a parameter)
-    would never reach ``y``'s level: the indexing primitives' front-ends
-    below lift ``W`` to it first."""
-    have = set()
-    y = x
-    while type(y) is Traced:  # the levels x already lives on
-        t = y._tape
-        have.add(id(t))
-        y = y._node if getattr(t, "batching", False) else y._value
-    for t in traces:
-        if id(t) not in have and t.active:
-            have.add(id(t))
-            x = batch_like(x, t.wrap(np.zeros(t.size, dtype=bool)))
-    return x
-
-
-def _lifting(prim_fn: Any) -> Any:
-    """The front-end of indexing primitive ``prim_fn(x, index, ...)``: ``x``
-    lifted to the vmap levels of ``index``'s batched entries (see ``lift``).
-    Its ``.primitive`` is ``prim_fn``'s (rules are defined on either)."""
-
-    def front(x: Any, index: Index, *args: Any, **kwargs: Any) -> Any:
-        if index.traces:
-            x = lift(x, index.traces)
-        return prim_fn(x, index, *args, **kwargs)
-
-    front.__name__ = front.__qualname__ = prim_fn.__name__
-    front.__doc__ = prim_fn.__doc__
-    front.primitive = prim_fn.primitive  # type: ignore[attr-defined]
-    return front
-
-
-getitem = _lifting(primitive(_getitem, "getitem"))
-index_add = _lifting(primitive(_index_add, "index_add"))
-
-
-def _setitem(x: Any, index: Index, v: Any) -> Any:
-    """A copy of ``x`` with ``v`` written at ``index`` (an ``Index``):
-    ``x[index] = v`` without changing ``x``. The gradient to ``x`` is zero at
-    ``index``; ``v`` gets the cotangent's entries at ``index``."""
-    if index.traced:
-        new = _by_index(setitem, (x, index, v))
-        if new is not None:
-            return new
-    out = x.copy()
-    out[index.key] = v
-    return out
-
-
-setitem = _lifting(primitive(_setitem, "setitem"))
 
 # --- products ---------------------------------------------------------------------------------
 def _matmul(a: Any, b: Any, **kwargs: Any) -> Any:
