@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad.backend import array_module
-from tapegrad.numpy import shape as _s
+from tapegrad.numpy import shapes as _s
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import Index, normalize_axes, normalize_axis
 from tapegrad.numpy.wrap import reduction_size as _count

@@ -23,7 +23,7 @@ from tapegrad import batching  # (batching.loop_rule looked up at each call: tes
 from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, move_to_front
 from tapegrad.numpy._define import batch_all, nbatch
-from tapegrad.numpy.shape import reshape_c, transpose
+from tapegrad.numpy.shapes import reshape_c, transpose
 from tapegrad.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive, top_tape
 from tapegrad.tracer import Traced, value
 

@@ -21,7 +21,14 @@ from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, elementwise_rule, shift_axes, shift_axis
 from tapegrad.numpy._define import bound, nbatch, neg_axes
 from tapegrad.numpy.elementwise import exp, multiply
-from tapegrad.numpy.shape import concatenate_args, expand_dims, flip, moveaxis, reshape_c, transpose
+from tapegrad.numpy.shapes import (
+    concatenate_args,
+    expand_dims,
+    flip,
+    moveaxis,
+    reshape_c,
+    transpose,
+)
 from tapegrad.primitive import REGISTRY, broadcast_to, defjvp, defvjp, mark_batched, primitive
 from tapegrad.tracer import Traced, value
 
