@@ -180,6 +180,9 @@ for _sub, _np_sub in ((linalg, _np.linalg), (fft, _np.fft)):  # np.linalg.inv(tr
 
 
 def __getattr__(name: str) -> Any:
+    fn = _NUMPY_NAMES.get(name)  # an elementwise primitive made since this module was imported
+    if fn is not None:
+        return fn
     # everything else (dtypes, constants, helpers) is NumPy's own
     return getattr(_np, name)
 
