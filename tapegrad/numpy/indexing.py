@@ -10,6 +10,10 @@ one gather or scatter for the whole batch (``_plan``). Their front-ends lift
 the indexed array to the vmap levels of such an index (``lift``).
 
 ``where3`` (the three-argument ``where``) is elementwise: see elementwise.py.
+The rules reshape and transpose with the array methods (``x.reshape``,
+``x.transpose``: the ``reshape`` and ``transpose`` primitives on traced
+values), so that shapes.py, whose ``pad`` rule scatters with ``index_add``,
+can import this module.
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ from tapegrad import batching  # (batching.loop_rule looked up at each call: tes
 from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, move_to_front
 from tapegrad.numpy._define import batch_all, nbatch
-from tapegrad.numpy.shapes import reshape_c, transpose
 from tapegrad.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive, top_tape
 from tapegrad.tracer import Traced, value
 
@@ -343,10 +346,10 @@ def _getitem_rule(args: Args, batched: Sequence[bool], size: int, nb: int = 0) -
     if plan is None:
         return _loop_index(getitem, [x, index, nb], [True, False, False], own, size)
     if nb:  # the batch after the primitive's own batch axes
-        x = transpose(x, (*range(1, nb + 1), 0, *range(nb + 1, x.ndim)))
+        x = x.transpose((*range(1, nb + 1), 0, *range(nb + 1, x.ndim)))
     out = getitem(x, Index(plan.key, 0), nb)
     order = _order(plan, nb, out.ndim)
-    return out if order is None else transpose(out, order)
+    return out if order is None else out.transpose(order)
 
 defvjp(getitem, _vjp_getitem)
 
@@ -392,9 +395,9 @@ def _index_add_rule(args: Args, batched: Sequence[bool], size: int, nb: int = 0)
         return _loop_index(index_add, [g, index, shape, nb], [True, False, False, False], own, size)
     order = _order(plan, nb, g.ndim)
     if order is not None:  # (the transpose of getitem's rule)
-        g = transpose(g, _inverse(order))
+        g = g.transpose(_inverse(order))
     out = index_add(g, Index(plan.key, 0), (size,) + shape, nb)
-    return out if not nb else transpose(out, (nb, *range(nb), *range(nb + 1, out.ndim)))
+    return out if not nb else out.transpose((nb, *range(nb), *range(nb + 1, out.ndim)))
 
 defvjp(index_add, _vjp_index_add)
 
@@ -434,7 +437,7 @@ def _vjp_setitem_v(ans: Any, x: Any, idx: Index, v: Any) -> Rule:
         s = getitem(g, idx, nb)
         extra = len(vshape) - (s.ndim - nb)
         if extra > 0:  # v had leading ones NumPy dropped when it assigned (v (1, 4) into (4,))
-            s = reshape_c(s, tuple(s.shape[:nb]) + (1,) * extra + tuple(s.shape[nb:]))
+            s = s.reshape(tuple(s.shape[:nb]) + (1,) * extra + tuple(s.shape[nb:]))
         return s
 
     return vjp
@@ -457,14 +460,14 @@ def _setitem_rule(args: Args, batched: Sequence[bool], size: int) -> Any:
     vnd = np.ndim(v) - batched[2]
     if vnd > nd:  # (NumPy drops a value's extra leading ones)
         vshape = tuple(np.shape(v))
-        v = reshape_c(v, vshape[:batched[2]] + vshape[batched[2] + vnd - nd:])
+        v = v.reshape(vshape[:batched[2]] + vshape[batched[2] + vnd - nd:])
         vnd = nd
     if batched[2]:  # v in the batch-first layout of the selection
         v = move_to_front(v, nd)
     if plan.perm is not None and (batched[2] or vnd):  # ... then in NumPy's
         if not batched[2]:
-            v = reshape_c(v, (1,) * (nd + 1 - vnd) + tuple(np.shape(v)))
-        v = transpose(v, _inverse(plan.perm))
+            v = v.reshape((1,) * (nd + 1 - vnd) + tuple(np.shape(v)))
+        v = v.transpose(_inverse(plan.perm))
     return setitem(x, Index(plan.key, 0), v)
 
 def _setitem_mask(x: Any, index: Index, own: Sequence[int], v: Any, bv: bool, size: int) -> Any:
@@ -492,7 +495,7 @@ def _setitem_mask(x: Any, index: Index, own: Sequence[int], v: Any, bv: bool, si
     nz = np.nonzero(mask)
     if bv:  # each selected entry gets its example's v
         vs = getitem(v, Index((nz[0],), 0), 0)
-        v = reshape_c(vs, (len(nz[0]),) + (1,) * (m + after - vnd) + tuple(v.shape[1:]))
+        v = vs.reshape((len(nz[0]),) + (1,) * (m + after - vnd) + tuple(v.shape[1:]))
     return setitem(x, Index((nz[0], *key[:m], *nz[1:], *key[m + 1:]), 0), v)
 
 defvjp(setitem, _vjp_setitem_x, None, _vjp_setitem_v)

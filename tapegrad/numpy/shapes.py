@@ -24,6 +24,7 @@ from tapegrad.axes import normalize_axes, normalize_axis
 from tapegrad.backend import array_module
 from tapegrad.batching import BatchRule, defbatch, move_to_front, shift_axes, shift_axis
 from tapegrad.numpy._define import batch_all, bound, nbatch, neg_axes
+from tapegrad.numpy.indexing import Index, index_add
 from tapegrad.primitive import (
     REGISTRY,
     broadcast_to,
@@ -241,8 +242,6 @@ pad = primitive(np.pad)
 def _vjp_pad(ans: Any, x: Any, pad_width: Any, mode: str = "constant", **kw: Any) -> Rule:
     if mode in ("edge", "wrap") or (mode in ("reflect", "symmetric") and kw.get("reflect_type", "even") == "even"):
         # a gather: the transpose scatter-adds each entry of g onto its source (NumPy pads an index array)
-        from tapegrad.numpy.indexing import Index, index_add  # (indexing's rules use this module)
-
         src = Index((np.pad(np.arange(x.size).reshape(x.shape), pad_width, mode=mode).ravel(),), 1)
         nd = ans.ndim
 
