@@ -109,6 +109,13 @@ def _jvp_absolute(ans: Any, x: Any) -> Vjp:
 
 
 # --- one argument ----------------------------------------------------------------------------
+# (primitives a rule calls before, or inside, its own definition: declared for type checkers)
+cos: Callable[..., Any]
+cosh: Callable[..., Any]
+conjugate: Callable[..., Any]
+real: Callable[..., Any]
+imag: Callable[..., Any]
+astype_float: Callable[..., Any]
 negative   = elementwise(np.negative,   lambda ans, x: lambda g: -g)
 positive   = elementwise(np.positive,   lambda ans, x: same)
 absolute   = elementwise(np.absolute,   lambda ans, x: lambda g: g * _sign_or_phase(x), jvps=(_jvp_absolute,))
@@ -221,9 +228,9 @@ def clip(a: Any, a_min: Any = _UNSET, a_max: Any = _UNSET, out: Any = None, **kw
 
 clip.primitive = clip_bounds.primitive  # type: ignore[attr-defined]  # (rules are defined on either)
 
-where3 = elementwise(np.where, None,
-                     lambda ans, c, x, y: lambda g: where3(c, g, 0.0),
-                     lambda ans, c, x, y: lambda g: where3(c, 0.0, g), numpy=False)
+where3: Callable[..., Any] = elementwise(np.where, None,
+                                     lambda ans, c, x, y: lambda g: where3(c, g, 0.0),
+                                     lambda ans, c, x, y: lambda g: where3(c, 0.0, g), numpy=False)
 where3.__doc__ = """``np.where(mask, x, y)``: ``x`` where ``mask`` holds, else ``y`` (broadcast).
 
 The three-argument ``where`` as one primitive (NumPy's own function on plain
