@@ -34,7 +34,7 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 import tapegrad.scipy.special  # noqa: F401  (its primitives are tapegrad's own: see BUILT_IN)
 from tapegrad import batching
-from tapegrad.numpy import wrap
+from tapegrad.numpy import elementwise, indexing, products, reductions, shapes
 from tapegrad.primitive import REGISTRY, Primitive
 
 SIZE = 3
@@ -45,11 +45,12 @@ RTOL, ATOL = 1e-7, 1e-9
 
 
 def _numpy_primitives() -> set[Primitive]:
-    """The primitives tapegrad.numpy defines itself (wrap.py) and the engine's own
+    """The primitives tapegrad.numpy defines itself (its family modules: elementwise.py,
+    reductions.py, shapes.py, indexing.py, products.py) and the engine's own
     (tapegrad/engine_ops.py): those of linalg, fft and scipy.special come with their modules."""
     core = importlib.import_module("tapegrad.engine_ops")
     found = set()
-    for mod in (wrap, core):
+    for mod in (elementwise, reductions, shapes, indexing, products, core):
         for obj in vars(mod).values():
             prim = getattr(obj, "primitive", None)
             if isinstance(prim, Primitive):
@@ -476,7 +477,7 @@ def test_every_numpy_primitive_has_a_batching_rule() -> None:
     missing = sorted(p.name for p in NUMPY_PRIMITIVES if batching.BATCH_RULES.get(p) is None and p.name not in NO_RULE_ALLOWED)
     assert not missing, f"primitives of tapegrad.numpy without a batching rule: {missing}"
     assert NUMPY_PRIMITIVES <= set(REGISTRY)
-    names = {p.name for p in NUMPY_PRIMITIVES}  # (the scan found them: wrap.py's and the engine's)
+    names = {p.name for p in NUMPY_PRIMITIVES}  # (the scan found them: the families' and the engine's)
     assert {"add", "getitem", "setitem", "index_add", "einsum", "cast", "sum_to", "broadcast_to"} <= names
 
 

@@ -16,14 +16,12 @@ from typing import Any
 
 import numpy as _np
 
-from tapegrad.numpy import batch_rules as _batch_rules  # noqa: F401  (installs the batching rules)
+from tapegrad.engine_ops import broadcast_to
 from tapegrad.numpy import derived as _d
 from tapegrad.numpy import fft, linalg, primitives  # tnp.fft, tnp.linalg, tnp.primitives
-from tapegrad.numpy import jvps as _jvps  # noqa: F401  (installs the forward rules)
 from tapegrad.numpy import linalg_eig as _linalg_eig
 from tapegrad.numpy import methods as _methods
-from tapegrad.numpy import vjps as _vjps  # noqa: F401  (installs the rules)
-from tapegrad.numpy import wrap as _w
+from tapegrad.numpy._define import NUMPY_NAMES as _NUMPY_NAMES
 from tapegrad.numpy.derived import (
     angle,
     array,
@@ -74,6 +72,18 @@ from tapegrad.numpy.derived import (
     vstack,
     where,
 )
+from tapegrad.numpy.elementwise import (
+    absolute,
+    clip,
+    conjugate,
+    copy,
+    deg2rad,
+    divide,
+    rad2deg,
+    remainder,
+)
+from tapegrad.numpy.nondiff import nondiff as _nondiff
+from tapegrad.numpy.reductions import amax, amin, cumprod, cumsum, prod, sum
 from tapegrad.numpy.shape_extra import (
     append,
     c_,
@@ -93,72 +103,13 @@ from tapegrad.numpy.shape_extra import (
     rot90,
     vsplit,
 )
-from tapegrad.numpy.wrap import (
-    absolute,
-    add,
-    amax,
-    amin,
-    arccos,
-    arccosh,
-    arcsin,
-    arcsinh,
-    arctan,
-    arctan2,
-    arctanh,
-    broadcast_to,
-    cbrt,
-    clip,
-    conjugate,
-    copy,
-    cos,
-    cosh,
-    cumprod,
-    cumsum,
-    deg2rad,
-    diagonal,
-    divide,
-    exp,
-    exp2,
-    expm1,
-    flip,
-    fmax,
-    fmin,
-    fmod,
-    hypot,
-    imag,
-    log,
-    log1p,
-    log2,
-    log10,
-    logaddexp,
-    logaddexp2,
-    maximum,
-    minimum,
-    multiply,
-    negative,
-    positive,
-    power,
-    prod,
-    rad2deg,
-    real,
-    reciprocal,
-    remainder,
-    roll,
-    sin,
-    sinc,
-    sinh,
-    sqrt,
-    square,
-    subtract,
-    sum,
-    tan,
-    tanh,
-    tril,
-    triu,
-)
+from tapegrad.numpy.shapes import diagonal, flip, roll, tril, triu
 from tapegrad.tracer import NUMPY_DISPATCH as _DISPATCH
 
-globals().update(_w.nondiff)
+# the elementwise primitives (each made by elementwise(np.name, ...) in elementwise.py) and the
+# functions with no gradient, under their NumPy names
+globals().update(_NUMPY_NAMES)
+globals().update(_nondiff)
 
 abs = absolute  # noqa: A001
 conj = conjugate
@@ -200,7 +151,8 @@ __all__ = [
     "swapaxes", "take", "take_along_axis", "tan", "tanh", "tensordot", "tile", "trace", "transpose",
     "tril", "triu", "true_divide", "var", "vdot", "vsplit", "vstack", "where", "zeros"
 ]
-__all__ += sorted(_w.nondiff)
+__all__ += sorted(_nondiff)
+__all__ += [_n for _n in _NUMPY_NAMES if _n not in __all__]  # (an elementwise primitive added since)
 
 _methods.install()
 
@@ -226,6 +178,9 @@ for _sub, _np_sub in ((linalg, _np.linalg), (fft, _np.fft)):  # np.linalg.inv(tr
 
 
 def __getattr__(name: str) -> Any:
+    fn = _NUMPY_NAMES.get(name)  # an elementwise primitive made since this module was imported
+    if fn is not None:
+        return fn
     # everything else (dtypes, constants, helpers) is NumPy's own
     return getattr(_np, name)
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad.backend import array_module
+from tapegrad.numpy import shapes as _s
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import Index, normalize_axes, normalize_axis
 from tapegrad.numpy.wrap import reduction_size as _count
@@ -123,14 +124,7 @@ def ravel(a: Any, order: str = "C") -> Any:
 
 
 def expand_dims(a: Any, axis: Any) -> Any:
-    a = _arr(a)
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
-    nd = a.ndim + len(axes)
-    axes = sorted(normalize_axis(x, nd) for x in axes)
-    shape = list(a.shape)
-    for x in axes:
-        shape.insert(x, 1)
-    return w.reshape_c(a, tuple(shape))
+    return _s.expand_dims(_arr(a), axis)
 
 
 def squeeze(a: Any, axis: Any = None) -> Any:
@@ -146,23 +140,11 @@ def squeeze(a: Any, axis: Any = None) -> Any:
 
 
 def moveaxis(a: Any, source: Any, destination: Any) -> Any:
-    a = _arr(a)
-    src = normalize_axes(source, a.ndim)
-    dst = normalize_axes(destination, a.ndim)
-    if len(src) != len(dst):
-        raise ValueError("`source` and `destination` arguments must have the same number of elements")
-    order = [n for n in range(a.ndim) if n not in src]
-    for d, s in sorted(zip(dst, src)):
-        order.insert(d, s)
-    return w.transpose(a, tuple(order))
+    return _s.moveaxis(_arr(a), source, destination)
 
 
 def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
-    a = _arr(a)
-    perm = list(range(a.ndim))
-    i, j = normalize_axis(axis1, a.ndim), normalize_axis(axis2, a.ndim)
-    perm[i], perm[j] = perm[j], perm[i]
-    return w.transpose(a, tuple(perm))
+    return _s.swapaxes(_arr(a), axis1, axis2)
 
 
 def _atleast(nd: int, arys: tuple[Any, ...]) -> Any:

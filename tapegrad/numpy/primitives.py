@@ -6,8 +6,9 @@ extensions with their own op tables) also needs a few primitives that are no
 NumPy function, or that sit behind a NumPy name's front-end; this module is
 their public home. Each function here is a primitive: called on plain arrays
 it is the array function, called on traced values it records one tape entry,
-and ``f.primitive`` is its rule record. Their rules are tapegrad.numpy's
-(``vjps.py``, ``jvps.py``), checked by the op table like every other.
+and ``f.primitive`` is its rule record. Each is defined with its rules in its
+family module (``indexing.py``, ``reductions.py``, ``products.py``,
+``elementwise.py``), checked by the op table like every other.
 
 Selection and indexing:
 
@@ -43,11 +44,12 @@ Examples:
 
 from __future__ import annotations
 
-from tapegrad.numpy.wrap import Index as NormalizedIndex
-from tapegrad.numpy.wrap import index_add as scatter_add
-from tapegrad.numpy.wrap import linear, logsumexp, mean, weighted_sum
-from tapegrad.numpy.wrap import setitem as index_set
-from tapegrad.numpy.wrap import where3 as where_mask
+from tapegrad.numpy.elementwise import where3 as where_mask
+from tapegrad.numpy.indexing import Index as NormalizedIndex
+from tapegrad.numpy.indexing import index_add as scatter_add
+from tapegrad.numpy.indexing import setitem as index_set
+from tapegrad.numpy.products import linear
+from tapegrad.numpy.reductions import logsumexp, mean, weighted_sum
 
 __all__ = ["NormalizedIndex", "index_set", "linear", "logsumexp", "mean", "scatter_add", "weighted_sum",
            "where_mask"]
