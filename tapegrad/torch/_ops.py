@@ -439,7 +439,7 @@ def write_out(name: str, out: Any, fn: Callable[..., Any], input: Any, args: tup
                       "zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
                       "elements with t.resize_(0).", UserWarning, stacklevel=3)
     out._value = rv.astype(ov.dtype)
-    _graph.bump(out._vc)
+    _graph.bump(out)
     return out
 
 
