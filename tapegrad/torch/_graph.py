@@ -29,6 +29,15 @@ from tapegrad.graph_tape import (
     reachable,
 )
 from tapegrad.tape import Entry, backprop, gc_paused, next_index, parents_of
+from tapegrad.torch._storage import (  # noqa: F401  (bump, counter_of, version_of: the facade's API here too)
+    VersionCounter,
+    _counter_held,
+    _counters,
+    _last_bump,
+    bump,
+    counter_of,
+    version_of,
+)
 from tapegrad.tracer import Traced, value
 
 
@@ -179,67 +188,6 @@ GT = FacadeTape()  # the facade's one tape: level 0, recording while grad mode i
 record = FacadeTape.record
 
 # --- version counters --------------------------------------------------------------------------
-
-
-class VersionCounter:
-    """The version of a tensor's data, as PyTorch counts it: one counter is
-    shared by a tensor, its views and its ``detach()``-ed aliases (they share
-    the data), and every in-place change of any of them bumps it. An op that
-    saves a tensor keeps the counter and its ``value`` then; backward
-    compares them (``check_versions``).
-
-    ``last_inplace``: the ``grad_fn`` name of the latest in-place op on the
-    data (what PyTorch's version error names a changed input after)."""
-
-    __slots__ = ("value", "last_inplace", "__weakref__")
-
-    def __init__(self) -> None:
-        self.value = 0
-        self.last_inplace: str | None = None
-
-
-# The counters of tensors made by a fast op (``_tensor._rec1``...), by the
-# entry that made the tensor: such a tensor has none until something needs it
-# (an in-place op, a view, ``detach``: see ``counter_of``), so that an op costs
-# no counter; until then an op that saves the tensor holds that entry (``held``).
-_counters: weakref.WeakKeyDictionary[Any, VersionCounter] = weakref.WeakKeyDictionary()
-
-
-def counter_of(t: Any) -> VersionCounter:
-    """Tensor ``t``'s version counter, made now if it has none yet (a fast
-    op's result: its counter is then found from its entry too)."""
-    vc = t._vc
-    if vc is None:
-        vc = t._vc = VersionCounter()
-        _counters[t._value._node] = vc
-    return vc  # type: ignore[no-any-return]
-
-
-def version_of(t: Any) -> int:
-    """Tensor ``t``'s version (0 while it has no counter)."""
-    vc = t._vc
-    return 0 if vc is None else vc.value  # type: ignore[no-any-return]
-
-
-def _counter_held(x: Any) -> VersionCounter | None:
-    """The counter an entry's held input ``x`` refers to (see ``held``): a
-    counter, a tensor's, or the one made later for an entry's tensor."""
-    if type(x) is VersionCounter:
-        return x
-    if type(x) is FacadeEntry:
-        return _counters.get(x)
-    return counter_of(x)
-
-
-_last_bump = [0]  # tape index at the latest in-place bump (graphs older than it get checked)
-
-
-def bump(*tensors: Any) -> None:
-    """Count an in-place change of the data of each tensor in ``tensors``
-    (and of everything sharing its counter)."""
-    for t in tensors:
-        counter_of(t).value += 1
-    _last_bump[0] = next_index()
 
 
 # --- grad_fn nodes ------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from tapegrad.torch._graph import (
     FacadeEntry,
     bump,
     counter_of,
+    tensor_hooks,
 )
 from tapegrad.torch._prims import stepped
 from tapegrad.torch._promote import _cast
@@ -215,6 +216,32 @@ class InplaceOps(_Base):
                     v._grad_fn = None
                 v._rebased(old)
             v._refresh_views()
+
+    def _set_data(self, new: Any) -> None:
+        """This tensor's data becomes array ``new``, its graph as it is (``.data = ``)."""
+        v = self._value
+        if type(v) is Traced:
+            while type(v._value) is Traced:
+                v = v._value
+            v._value = new
+        else:
+            self._value = new
+
+    def _rebased(self, old: Any) -> None:
+        """This tensor's graph node changed from ``old`` (an in-place op, or
+        its base's, recorded): its ``retain_grad`` moves to the new version,
+        as PyTorch's does (hooks registered by ``register_hook`` stay)."""
+        if not self._retains:
+            return
+        fns = tensor_hooks.get(old)
+        if not fns:
+            return
+        mine = [f for f in fns if getattr(f, "_retain", False) and getattr(f, "_tensor")() is self]  # noqa: B009
+        new = self._value
+        for f in mine:
+            fns.remove(f)
+            if type(new) is Traced and new._tape is GT and new._node.prim is not None:
+                tensor_hooks.setdefault(new._node, []).append(f)
 
     def _refresh_data(self, skip: Any = None) -> None:
         """After this tensor's data was replaced (not its graph: a write

@@ -44,6 +44,7 @@ from tapegrad.torch._graph import (
 )
 from tapegrad.torch._graph import record as _record
 from tapegrad.torch._promote import _shape_arg
+from tapegrad.torch._storage import _viewed
 from tapegrad.tracer import Traced, value
 
 ndarray = np.ndarray
@@ -132,36 +133,6 @@ def _node(name: str, ins: Sequence[Any], core: Any, out: Any, out_vc: VersionCou
         core.saved = tuple(saved)
         core.view = weakref.ref(node)
     return node
-
-
-def _viewed(t: Tensor, base: Tensor, kind: str, arg: Any) -> Tensor:
-    """Mark ``t`` as a view of ``base``, as PyTorch's views are: they share
-    its version counter, an in-place op on ``t`` writes through to ``base``
-    (see ``Tensor._write_back``), and a recorded in-place change of ``base``
-    is read again by ``t`` (see ``Tensor._refresh_views``).
-    ``kind`` says how ``t`` reads ``base`` (see ``_read_view``): ``"index"``
-    (``base[arg]``), ``"perm"`` (its axes permuted by ``arg``), ``"shape"``
-    (reshaped to ``arg``); ``"expand"`` (broadcast to ``arg``),
-    ``"diagonal"`` (``arg`` = (offset, dim1, dim2)) and ``"multi"`` (output
-    of an op that returns several views, ``arg`` = (op, output number, key))
-    do not write through; ``"alias"`` (``detach()``: ``base``'s data, outside
-    the graph) writes through as data (see ``InplaceOps._write_back``)."""
-    t._base_view = (base, kind, arg)
-    t._vc = counter_of(base)  # one version counter for a base and all its views
-    views = base._views
-    if views is None:
-        base._views = views = _Views()
-    elif len(views) >= views.limit:  # drop the views that died, now and then
-        views[:] = [r for r in views if r() is not None]
-        views.limit = 2 * len(views) + 16
-    views.append(weakref.ref(t))
-    return t
-
-
-class _Views(list):  # type: ignore[type-arg]
-    """Weak references to the views of a tensor (see ``_viewed``)."""
-
-    limit = 16
 
 
 def _result(r: Any, name: str, ins: Sequence[Any]) -> Tensor:
@@ -620,16 +591,6 @@ class Tensor(metaclass=D.PyTorchNamed):
     def data(self, other: Tensor) -> None:
         self._set_data(value(_v(other)))
 
-    def _set_data(self, new: Any) -> None:
-        """This tensor's data becomes array ``new``, its graph as it is (``.data = ``)."""
-        v = self._value
-        if type(v) is Traced:
-            while type(v._value) is Traced:
-                v = v._value
-            v._value = new
-        else:
-            self._value = new
-
     # --- autograd ------------------------------------------------------------------------------
     def backward(self, gradient: Any = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs: Any = None) -> None:
@@ -701,20 +662,6 @@ class Tensor(metaclass=D.PyTorchNamed):
         retain._retain = True  # type: ignore[attr-defined]
         retain._tensor = ref  # type: ignore[attr-defined]
         tensor_hooks.setdefault(self._value._node, []).append(retain)
-
-    def _rebased(self, old: Any) -> None:
-        """This tensor's graph node changed from ``old`` (an in-place op, or
-        its base's, recorded): its ``retain_grad`` moves to the new version,
-        as PyTorch's does (hooks registered by ``register_hook`` stay)."""
-        if not self._retains:
-            return
-        fns = tensor_hooks.get(old, ())
-        mine = [f for f in fns if getattr(f, "_retain", False) and f._tensor() is self]
-        new = self._value
-        for f in mine:
-            fns.remove(f)
-            if type(new) is Traced and new._tape is GT and new._node.prim is not None:
-                tensor_hooks.setdefault(new._node, []).append(f)
 
     def register_hook(self, hook: Callable[[Tensor], Any]) -> HookHandle:
         """Call ``hook(grad)`` when this tensor's gradient is computed; a returned
