@@ -311,6 +311,7 @@ def anomaly_off() -> Any:
 
 
 def test_anomaly_switches(anomaly_off: Any) -> None:
+    from tapegrad.tape import backprop
     from tapegrad.torch import _graph
 
     assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == (False, True)
@@ -319,9 +320,9 @@ def test_anomaly_switches(anomaly_off: Any) -> None:
         ctx = torch.autograd.detect_anomaly(check_nan=False)
     with ctx:
         assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == (True, False)
-        assert _graph.anomaly_walk is not None
+        assert _graph._walk[0] is not backprop and _graph.observers
     assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == (False, True)
-    assert _graph.on_record is None and _graph.anomaly_walk is None  # the plain path is untouched
+    assert not _graph.observers and _graph._walk[0] is backprop  # the plain path is untouched
     torch.autograd.set_detect_anomaly(True, check_nan=False)  # takes effect at once
     assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == (True, False)
     torch.autograd.set_detect_anomaly(False)

@@ -71,7 +71,7 @@ def _node(y: Any) -> str | None:
     if isinstance(y, tuple):
         y = y[0]
     fn = getattr(y, "grad_fn", None)
-    return None if fn is None else fn.name()
+    return None if fn is None else type(fn).__name__  # (name() qualifies a C++ node: torch::autograd::)
 
 
 def _ids(row: Op) -> str:

@@ -19,7 +19,6 @@ import numpy as _np
 from tapegrad.engine_ops import broadcast_to
 from tapegrad.numpy import derived as _d
 from tapegrad.numpy import fft, linalg, primitives  # tnp.fft, tnp.linalg, tnp.primitives
-from tapegrad.numpy import linalg_eig as _linalg_eig
 from tapegrad.numpy import methods as _methods
 from tapegrad.numpy._define import NUMPY_NAMES as _NUMPY_NAMES
 from tapegrad.numpy.derived import (
@@ -168,9 +167,6 @@ def _register() -> None:
 
 _register()
 
-for _name in _linalg_eig.__all__:  # tnp.linalg.eig: defined apart, as it uses linalg.solve
-    setattr(linalg, _name, getattr(_linalg_eig, _name))
-linalg.__all__ += _linalg_eig.__all__
 for _sub, _np_sub in ((linalg, _np.linalg), (fft, _np.fft)):  # np.linalg.inv(traced) and friends
     for _name in _sub.__all__:
         if callable(getattr(_np_sub, _name, None)):

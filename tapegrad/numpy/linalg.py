@@ -684,3 +684,7 @@ def __getattr__(name: str) -> Any:
 
 
 mark_batched(_OWN_FROM)  # every rule here takes leading batch axes
+
+from tapegrad.numpy.linalg_eig import EigResult, eig, eigvals  # noqa: E402  (defined apart: their rule calls solve)
+
+__all__ += ["EigResult", "eig", "eigvals"]

@@ -1,7 +1,8 @@
 """``tapegrad.numpy.linalg.eig`` and ``eigvals``: the general (non-Hermitian)
 eigen-decomposition, differentiable. Re-exported as ``tnp.linalg.eig`` and
-``tnp.linalg.eigvals`` (by ``tapegrad/numpy/__init__.py``: this module uses
-``linalg``'s ``solve``, so ``linalg`` cannot import it back).
+``tnp.linalg.eigvals`` by ``linalg``, which imports this module (its rule
+calls ``solve`` through NumPy's protocol: ``np.linalg.solve`` on traced
+values is ``tnp.linalg.solve``).
 
 One primitive returns the packed ``[eigenvalues; eigenvectors]`` of shape
 ``(..., n + 1, n)``, always complex (as JAX's ``eig``): NumPy returns real
@@ -33,7 +34,6 @@ import numpy as np
 from tapegrad.backend import array_module
 from tapegrad.batching import defbatch
 from tapegrad.numpy import derived as d
-from tapegrad.numpy import linalg as la
 from tapegrad.numpy import wrap as w
 from tapegrad.primitive import REGISTRY, defvjp, mark_batched, primitive
 from tapegrad.tracer import Traced, value
@@ -81,7 +81,7 @@ def _vjp_eig(ans: Any, a: Any) -> Any:
         same = gap == 0
         F = w.where3(same, 0.0, 1.0 / w.where3(same, 1.0, gap))
         inner = gw[..., :, None] * np.eye(lam.shape[-1], dtype=value(ans).dtype) + w.conjugate(F) * w.matmul(_H(V), gu)
-        ga = w.conjugate(la.solve(_H(V), w.matmul(inner, _H(V))))
+        ga = w.conjugate(np.linalg.solve(_H(V), w.matmul(inner, _H(V))))
         return w.real(ga) if real_input else ga
 
     return vjp
@@ -102,7 +102,7 @@ def eig(a: Any) -> EigResult:
     if not _traced(a):
         return EigResult(*np.linalg.eig(a))
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise la.LinAlgError("eig: last 2 dimensions of the array must be square")
+        raise np.linalg.LinAlgError("eig: last 2 dimensions of the array must be square")
     packed = eig_p(a)
     return EigResult(packed[..., 0, :], packed[..., 1:, :])
 

@@ -24,6 +24,7 @@ from tapegrad.torch import _format
 from tapegrad.torch import _prims as P
 from tapegrad.torch._batched import CONTROL_FLOW, ITEM, batched_repr
 from tapegrad.torch._creation import tensor
+from tapegrad.torch._graph import version_of
 from tapegrad.torch._promote import _cast, _contiguous, _shape_arg
 from tapegrad.torch._tensor import OpsBase as _Base
 from tapegrad.torch._tensor import Tensor, _new, _rebuild, _result, _v
@@ -99,7 +100,7 @@ class ConvertOps(_Base):
 
     @property
     def _version(self) -> int:
-        return self._vc.v
+        return version_of(self)
 
     @property
     def output_nr(self) -> int:

@@ -309,7 +309,7 @@ def _into(out: Tensor, arr: Any | None, requires_grad: bool, keep_shape: bool = 
             out._write(arr)
         else:
             out._value = arr
-        bump(out._vc)
+        bump(out)
     if requires_grad:
         if out._value.dtype.kind not in "fc":
             raise RuntimeError(REQUIRES_FLOAT)
@@ -353,7 +353,7 @@ def _factory(name: str, fn: Callable[..., Any], random: bool = False) -> Any:
             if name == "empty" and shape == out._value.shape:  # nothing to write: out as it is
                 return _into(out, None, requires_grad)
             if name == "randn" and shape != out._value.shape:  # resized, then written: two changes
-                bump(out._vc)
+                bump(out)
             return _into(out, draw(shape, dt), requires_grad)
         dt = D.to_np(dtype) if dtype is not None else D.get_default_dtype().np
         return _finish(draw(shape, dt), None, device, requires_grad)

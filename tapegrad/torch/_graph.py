@@ -29,6 +29,15 @@ from tapegrad.graph_tape import (
     reachable,
 )
 from tapegrad.tape import Entry, FreedGraphError, backprop, gc_paused, next_index, parents_of
+from tapegrad.torch._storage import (  # noqa: F401  (bump, counter_of, version_of: the facade's API here too)
+    VersionCounter,
+    _counter_held,
+    _counters,
+    _last_bump,
+    bump,
+    counter_of,
+    version_of,
+)
 from tapegrad.tracer import Traced, value
 
 
@@ -46,7 +55,8 @@ class FacadeEntry(Entry):
       otherwise.
     - ``held_inputs``: the op's inputs in PyTorch's edge order, as the entry
       keeps them (see ``held``): None for a scalar, the version counter
-      of a non-leaf tensor, the tensor itself otherwise; a bare input (not a
+      of a non-leaf tensor (or the entry that made it, while it has none),
+      the tensor itself otherwise; a bare input (not a
       tuple) is the first, any others being None (see ``inputs_of``:
       most ops have one tensor input, and a tuple per op is an allocation
       the cyclic collector would scan); ``input_parents``: for each, the
@@ -54,10 +64,8 @@ class FacadeEntry(Entry):
       through a one-input node named ``name`` that the op fused in, as
       ``nn.Linear`` fuses ``weight.t()``); ``input_versions``: their versions
       when the op ran (None: all 0). These are what ``check_versions``
-      reads.
-    - ``v``: the version count of the tensor this entry made (a fast op's
-      result uses its entry as its version counter, ``_vc``: no counter
-      object per tensor; hence the name a ``VersionCounter`` has).
+      reads. A non-leaf input whose tensor has no ``VersionCounter`` yet is
+      held as its own entry (see ``held`` and ``counter_of``).
     - Set only by ops whose view is built when they run (``held_inputs`` is
       None then): ``edges``, the view's ``next_functions`` edges; ``saved``,
       ``(edge position, key, version counter, version)`` of its inputs and
@@ -68,27 +76,33 @@ class FacadeEntry(Entry):
       ``getattr(entry, name, None)``.
     """
 
-    __slots__ = ("name", "shared", "held_inputs", "input_parents", "input_versions", "v", "edges", "saved",
-                 "view")
+    __slots__ = ("name", "shared", "held_inputs", "input_parents", "input_versions", "edges", "saved", "view")
     name: str | None
     shared: tuple[Any, int]
     held_inputs: Any
     input_parents: Any
     input_versions: tuple[int, ...] | None
-    v: int
     edges: tuple[tuple[Any, int], ...]
     saved: tuple[Any, ...]
     view: weakref.ReferenceType[Any]
 
 
-# called with each new facade entry while anomaly mode is on (see set_on_record)
-on_record: Callable[[FacadeEntry], None] | None = None
+# The observers of recording: each is called with every new facade entry
+# (anomaly mode keeps its traceback, saved_tensors_hooks packs what it saved).
+# Empty while nobody observes: recording then reads one list's truth value.
+observers: list[Callable[[FacadeEntry], None]] = []
 
 
-def set_on_record(fn: Callable[[FacadeEntry], None] | None) -> None:
-    """Have the facade's ``record`` call ``fn`` with each new entry (None: stop)."""
-    global on_record
-    on_record = fn
+def add_observer(fn: Callable[[FacadeEntry], None]) -> None:
+    """Have the facade's ``record`` call ``fn`` with each new entry (once, however often added)."""
+    if fn not in observers:
+        observers.append(fn)
+
+
+def remove_observer(fn: Callable[[FacadeEntry], None]) -> None:
+    """Stop calling ``fn`` on record (nothing happens if it is not observing)."""
+    if fn in observers:
+        observers.remove(fn)
 
 
 class FacadeTape(GraphTape):
@@ -155,12 +169,12 @@ class FacadeTape(GraphTape):
         node.held_inputs = held_inputs
         node.input_parents = input_parents
         node.input_versions = input_versions
-        node.v = 0
         out._node = node
         if res is not None:
             node.res = res
-        if on_record is not None:
-            on_record(node)
+        if observers:
+            for fn in tuple(observers):
+                fn(node)
         return out
 
 
@@ -174,30 +188,6 @@ GT = FacadeTape()  # the facade's one tape: level 0, recording while grad mode i
 record = FacadeTape.record
 
 # --- version counters --------------------------------------------------------------------------
-
-
-class VersionCounter:
-    """Shared by a tensor and its ``detach()``-ed aliases; bumped by in-place ops."""
-
-    __slots__ = ("v", "__weakref__")
-
-    def __init__(self) -> None:
-        self.v = 0
-
-
-# the grad_fn name of the last in-place op on the tensors of each version
-# counter (what PyTorch's version error names a changed input after)
-last_inplace: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
-
-
-_last_bump = [0]  # tape index at the latest in-place bump (graphs older than it get checked)
-
-
-def bump(*vcs: Any) -> None:
-    """Count an in-place change of the tensors that share each counter in ``vcs``."""
-    for vc in vcs:
-        vc.v += 1
-    _last_bump[0] = next_index()
 
 
 # --- grad_fn nodes ------------------------------------------------------------------------------
@@ -230,9 +220,11 @@ class GradFn:
         return f"<{type(self).__name__} object at {hex(id(self))}>"
 
     def __getattr__(self, name: str) -> Any:
-        """``_saved_self``, ``_saved_result``... (``autograd/graph.py``); only called on a miss."""
-        if name.startswith(("_saved_", "_raw_saved_")) and saved_getter is not None:
-            return saved_getter(self, name)
+        """``_saved_self``, ``_saved_result``... (the reader ``autograd/graph.py``
+        registers with ``set_saved_reader``); only called on a miss."""
+        reader = _saved_reader[0]
+        if name.startswith(("_saved_", "_raw_saved_")) and reader is not None:
+            return reader(self, name)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def register_hook(self, fn: Callable[..., Any]) -> Any:
@@ -242,8 +234,13 @@ class GradFn:
     register_prehook = register_hook
 
 
-# grad_fn._saved_* (set by tapegrad/torch/autograd/graph.py)
-saved_getter: Callable[[Any, str], Any] | None = None
+# what reads grad_fn._saved_* (tapegrad/torch/autograd/graph.py registers it)
+_saved_reader: list[Callable[[Any, str], Any] | None] = [None]
+
+
+def set_saved_reader(fn: Callable[[Any, str], Any]) -> None:
+    """Have ``grad_fn._saved_<name>`` read by ``fn(grad_fn, "_saved_<name>")``."""
+    _saved_reader[0] = fn
 
 
 def _edge_node(t: Any) -> Any:
@@ -263,7 +260,7 @@ def node_class(name: str) -> type[GradFn]:
     return type(name, (GradFn,), {"__slots__": (), "_name": qualified})
 
 
-_CPP_NODES = frozenset({"CopySlices"})
+_CPP_NODES = frozenset({"CopySlices", "CopyBackwards"})
 
 
 class AccumulateGrad(GradFn):
@@ -356,12 +353,14 @@ def fused_edge(name: str, edge: tuple[Any, int]) -> tuple[Any, int]:
 def held(x: Any) -> Any:
     """What a graph entry keeps of its input tensor ``x``: for a non-leaf,
     its version counter only (its value is kept by the rules that need it,
-    so an intermediate result is freed once nothing needs it any more);
-    else the tensor (a leaf: its ``AccumulateGrad`` shows it; a constant:
-    its value is matched against what the rules saved)."""
+    so an intermediate result is freed once nothing needs it any more), or,
+    while it has none, the entry that made it (see ``counter_of``); else the
+    tensor (a leaf: its ``AccumulateGrad`` shows it; a constant: its value is
+    matched against what the rules saved)."""
     v = x._value
     if type(v) is Traced and v._node.prim is not None:
-        return x._vc
+        vc = x._vc
+        return v._node if vc is None else vc
     return x
 
 
@@ -507,11 +506,11 @@ def check_versions(order: list[Any]) -> None:
             pos, out = _saves(decl, lambda j: j < len(edges) and edges[j][0] is not None)
             for i in range(0, len(saved), 4):
                 k, key, vc, ver = saved[i], saved[i + 1], saved[i + 2], saved[i + 3]
-                if not (out if k < 0 else k in pos) or vc.v == ver:
+                if not (out if k < 0 else k in pos) or vc.value == ver:
                     continue
                 if key is OUTPUT:
                     key = core
-                raise RuntimeError(version_message(_meta(key), vc.v, ver, key, None if key is core else vc))
+                raise RuntimeError(version_message(_meta(key), vc.value, ver, key, None if key is core else vc))
             continue
         parents = core.input_parents
         pos, out = _saves(decl, lambda j: j < len(parents) and parents[j] is not None)
@@ -520,17 +519,19 @@ def check_versions(order: list[Any]) -> None:
             if x is None or k not in pos:
                 continue
             ver = vers[k] if vers else 0
-            vc = getattr(x, "_vc", x)  # a tensor, or a non-leaf's version counter
-            if vc.v != ver:
+            vc = _counter_held(x)
+            if vc is not None and vc.value != ver:
                 j = parents[k]
                 origin = None if j is None else parents_of(core)[j if type(j) is int else j[1]]
                 meta = _meta(x._value if hasattr(x, "_value") else origin)  # (a tensor held, or a parent)
                 view = j is not None and type(j) is not int  # saved as the fused view (``weight.t()``)
                 if view:
                     meta.shape = meta.shape[::-1]
-                raise RuntimeError(version_message(meta, vc.v, ver, origin, vc, view=view))
-        if out and core.v:  # the result itself was modified in place
-            raise RuntimeError(version_message(_meta(core), core.v, 0, core))
+                raise RuntimeError(version_message(meta, vc.value, ver, origin, vc, view=view))
+        if out:  # the result itself was modified in place (its counter was made after the op)
+            vc = _counters.get(core)
+            if vc is not None and vc.value:
+                raise RuntimeError(version_message(_meta(core), vc.value, 0, core))
 
 
 OUTPUT = object()  # in an entry's ``saved`` list: the entry's own output
@@ -593,8 +594,8 @@ def _made_by(origin: Any, vc: Any = None) -> str:
         name = getattr(origin, "name", None) or core_name(origin.prim)
     if name in _VIEW_NODES:
         name, nr = "AsStrided", 0
-    elif vc is not None and vc in last_inplace:
-        name, nr = last_inplace[vc], 0
+    elif vc is not None and vc.last_inplace is not None:
+        name, nr = vc.last_inplace, 0
     if name in _CPP_NODES:
         name = f"torch::autograd::{name}"
     # (PyTorch drops "Backward0" and keeps another overload's number: "Pow1")
@@ -611,8 +612,14 @@ SECOND_BACKWARD = (
     "if you need to access saved tensors after calling backward."
 )
 
-# the checked walk of anomaly mode, while it is on (set by tapegrad.torch.autograd.anomaly_mode)
-anomaly_walk: Callable[..., dict[int, Any]] | None = None
+# the reverse walk backward runs: the tape's, or anomaly mode's checked one while it is on
+_walk: list[Callable[..., dict[int, Any]]] = [backprop]
+
+
+def use_walk(walk: Callable[..., dict[int, Any]] | None) -> None:
+    """Have backward walk the graph with ``walk`` (``tapegrad.tape.backprop``'s
+    signature; anomaly mode's checked walk); None: the tape's own."""
+    _walk[0] = walk or backprop
 
 
 def run_backward(roots: list[Any], seeds: list[Any], retain_graph: bool, create_graph: bool,
@@ -650,7 +657,7 @@ def run_backward(roots: list[Any], seeds: list[Any], retain_graph: bool, create_
     GT.active = create_graph
     try:
         with gc_paused:
-            out = (anomaly_walk or backprop)(order, ct, retain_graph, hooks)
+            out = _walk[0](order, ct, retain_graph, hooks)
     except FreedGraphError:  # (the core's words: PyTorch's here)
         raise RuntimeError(SECOND_BACKWARD) from None
     finally:

@@ -18,10 +18,10 @@ from tapegrad.torch._graph import (
     SCALAR_TYPE,
     fused_edge,
 )
-from tapegrad.torch._inplace import _DONE, _viewed
+from tapegrad.torch._inplace import _DONE
 from tapegrad.torch._promote import _INT_INDEX, _broadcast_shape, _cast, _check_bounds, _dim
 from tapegrad.torch._tensor import OpsBase as _Base
-from tapegrad.torch._tensor import Tensor, _new, _result, _v
+from tapegrad.torch._tensor import Tensor, _new, _result, _v, _viewed
 from tapegrad.tracer import Traced, value
 
 

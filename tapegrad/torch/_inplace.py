@@ -10,7 +10,6 @@ keep a base and its views in step. Import direction: imports ``_tensor``,
 from __future__ import annotations
 
 import builtins
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -26,8 +25,10 @@ from tapegrad.torch._graph import (
     GT,
     FacadeEntry,
     bump,
-    last_inplace,
+    counter_of,
+    tensor_hooks,
 )
+from tapegrad.torch._prims import stepped
 from tapegrad.torch._promote import _cast
 from tapegrad.torch._tensor import (
     LEAF_INPLACE,
@@ -43,35 +44,6 @@ from tapegrad.torch._tensor import OpsBase as _Base
 from tapegrad.tracer import Traced, value
 
 
-def _viewed(t: Tensor, base: Tensor, kind: str, arg: Any) -> Tensor:
-    """Mark ``t`` as a view of ``base``, as PyTorch's views are: they share
-    its version counter, an in-place op on ``t`` writes through to ``base``
-    (see ``Tensor._write_back``), and a recorded in-place change of ``base``
-    is read again by ``t`` (see ``Tensor._refresh_views``).
-    ``kind`` says how ``t`` reads ``base`` (see ``_read_view``): ``"index"``
-    (``base[arg]``), ``"perm"`` (its axes permuted by ``arg``), ``"shape"``
-    (reshaped to ``arg``); ``"expand"`` (broadcast to ``arg``),
-    ``"diagonal"`` (``arg`` = (offset, dim1, dim2)) and ``"multi"`` (output
-    of an op that returns several views, ``arg`` = (op, output number, key))
-    do not write through."""
-    t._base_view = (base, kind, arg)
-    t._vc = base._vc  # one version counter for a base and all its views
-    views = base._views
-    if views is None:
-        base._views = views = _Views()
-    elif len(views) >= views.limit:  # drop the views that died, now and then
-        views[:] = [r for r in views if r() is not None]
-        views.limit = 2 * len(views) + 16
-    views.append(weakref.ref(t))
-    return t
-
-
-class _Views(list):  # type: ignore[type-arg]
-    """Weak references to the views of a tensor (see ``_viewed``)."""
-
-    limit = 16
-
-
 def _read_view(b: Any, kind: str, arg: Any) -> Any:
     """The value a view of ``kind`` reads from its base's value ``b``."""
     if kind == "index":
@@ -84,6 +56,8 @@ def _read_view(b: Any, kind: str, arg: Any) -> Any:
         return tnp.diagonal(b, *arg)
     if kind == "multi":
         return b[arg[2]]
+    if kind == "alias":
+        return value(b)
     return tnp.reshape(b, arg)
 
 
@@ -97,6 +71,15 @@ def _write_view(b: Any, new: Any, kind: str, arg: Any) -> Any:
 
 
 _DONE = object()  # an in-place op that already wrote into the buffer
+
+
+def _overwritten(a: Any, new: Any) -> Any:
+    """``new`` in place of ``a``'s values: recorded (``a``'s old values get
+    an exact zero gradient, NaN and inf included, as in PyTorch) when ``a``
+    is traced and grad mode is on, else ``new`` itself."""
+    if type(a) is Traced and GT.active:
+        return stepped(a, new)
+    return new
 
 
 def _tensors(*xs: Any) -> tuple[Any, ...]:
@@ -146,6 +129,7 @@ class InplaceOps(_Base):
         view = self._base_view
         if view is not None:
             self._check_view_write(view)
+        vc = counter_of(self)
         new = fn(v)
         if type(new) is Traced:
             check_inplace(v, new)
@@ -162,68 +146,127 @@ class InplaceOps(_Base):
                 # its own input is not the tensor any more (PyTorch saves a copy of
                 # it); its output is checked where the node's declaration says
                 # PyTorch's backward reads it (``_graph.SAVES``)
-                self._grad_fn = _node(name, (self,) + others, new._node, new, self._vc, self._vc.v + 1,
+                self._grad_fn = _node(name, (self,) + others, new._node, new, vc, vc.value + 1,
                                       first=False, claim=True)
                 if saves_output and type(new._node) is FacadeEntry:  # checked from the entry's list, the output included
                     new._node.held_inputs = None
             else:
                 self._grad_fn = None
+            old = v._node if type(v) is Traced else None
             self._value = new
             self._nr = 0
-            last_inplace[self._vc] = name
+            self._rebased(old)
+            vc.last_inplace = name
             if view is not None:
                 self._write_back(view, others)  # (the base's change counts on the shared counter)
                 return self
             self._refresh_views()
         elif new is not _DONE:
             self._write(new)
-        bump(self._vc)
+            if view is not None and view[1] == "alias":
+                self._write_back(view, others)
+                return self
+        bump(self)
         return self
 
     def _check_view_write(self, view: Any) -> None:
         """Raise as PyTorch does for an in-place op on this view (of a leaf
         that requires grad, or with elements that share memory)."""
         base, kind, arg = view
+        if kind == "alias":  # (``detach()``: outside the graph, any write is allowed)
+            return
         if kind == "expand":
             v = value(self._value)
             if builtins.any(st == 0 and n > 1 for st, n in zip(v.strides, v.shape)):
                 raise RuntimeError(OVERLAP_INPLACE)
         if kind == "multi" and GT.active and self._grad_fn is not None:
             raise RuntimeError(f"Output {arg[1]} of {arg[0]} is a view and is being modified inplace. {MULTI_VIEW}")
-        while base._base_view is not None:
+        while base._base_view is not None and base._base_view[1] != "alias":
             base = base._base_view[0]
         b = base._value
         if type(b) is Traced and b._tape is GT and GT.active and base._grad_fn is None and b._node.prim is None:
             raise RuntimeError(VIEW_LEAF_INPLACE)
 
-    def _refresh_views(self) -> None:
+    def _refresh_views(self, skip: Any = None) -> None:
         """After a recorded in-place change of this tensor: each of its live
-        views reads its value again (``AsStridedBackward0``), as PyTorch's
-        views see their base's storage; their own views follow."""
+        views (but ``skip``) reads its value again (``AsStridedBackward0``),
+        as PyTorch's views see their base's storage; their own views follow.
+        A ``detach()``-ed alias reads the new data, outside the graph."""
         views = self._views
         if not views:
             return
         for ref in views:
             v = ref()
-            if v is None or v._base_view is None or v._base_view[0] is not self:
+            if v is None or v is skip or v._base_view is None or v._base_view[0] is not self:
                 continue
             _, kind, arg = v._base_view
             r = _read_view(self._value, kind, arg)
-            v._value = r
-            v._nr = 0
-            if type(r) is Traced and r._tape is GT:  # (the shared counter's bump comes after)
-                v._grad_fn = _node("AsStridedBackward0", (self,), r._node, r, v._vc, v._vc.v + 1, claim=True)
-                if type(r._node) is FacadeEntry:
-                    r._node.held_inputs = None
+            if kind == "alias" and type(v._value) is Traced:  # (it joined a graph by its own in-place op)
+                v._set_data(r)
             else:
-                v._grad_fn = None
+                old = v._value._node if type(v._value) is Traced else None
+                v._value = r
+                v._nr = 0
+                if type(r) is Traced and r._tape is GT:  # (the shared counter's bump comes after)
+                    vc = v._vc
+                    v._grad_fn = _node("AsStridedBackward0", (self,), r._node, r, vc, vc.value + 1, claim=True)
+                    if type(r._node) is FacadeEntry:
+                        r._node.held_inputs = None
+                else:
+                    v._grad_fn = None
+                v._rebased(old)
             v._refresh_views()
+
+    def _set_data(self, new: Any) -> None:
+        """This tensor's data becomes array ``new``, its graph as it is (``.data = ``)."""
+        v = self._value
+        if type(v) is Traced:
+            while type(v._value) is Traced:
+                v = v._value
+            v._value = new
+        else:
+            self._value = new
+
+    def _rebased(self, old: Any) -> None:
+        """This tensor's graph node changed from ``old`` (an in-place op, or
+        its base's, recorded): its ``retain_grad`` moves to the new version,
+        as PyTorch's does (hooks registered by ``register_hook`` stay)."""
+        if not self._retains:
+            return
+        fns = tensor_hooks.get(old)
+        if not fns:
+            return
+        mine = [f for f in fns if getattr(f, "_retain", False) and getattr(f, "_tensor")() is self]  # noqa: B009
+        new = self._value
+        for f in mine:
+            fns.remove(f)
+            if type(new) is Traced and new._tape is GT and new._node.prim is not None:
+                tensor_hooks.setdefault(new._node, []).append(f)
+
+    def _refresh_data(self, skip: Any = None) -> None:
+        """After this tensor's data was replaced (not its graph: a write
+        through a ``detach()``-ed alias), each live view but ``skip`` reads
+        the new data, its graph as it is; their own views follow."""
+        for ref in self._views or ():
+            v = ref()
+            if v is None or v is skip or v._base_view is None or v._base_view[0] is not self:
+                continue
+            _, kind, arg = v._base_view
+            v._set_data(value(_read_view(value(self._value), kind, arg)))
+            v._refresh_data()
 
     def _write_back(self, view: Any, others: tuple[Any, ...]) -> None:
         """After a recorded in-place op on this view: write its new value
         into its base (``CopySlices`` there, with the op's other inputs as
         edges); the base's refresh reads it back (``AsStridedBackward0``)."""
         base, kind, arg = view
+        if kind == "alias":  # the base's data, not its graph (``detach()``)
+            new = value(self._value)
+            if value(base._value) is not new:
+                base._set_data(new)
+                base._refresh_data(skip=self)
+            bump(self)
+            return
         if kind in ("expand", "diagonal", "multi"):
             raise RuntimeError(
                 f"tapegrad.torch: an in-place operation on a {'diagonal()' if kind == 'diagonal' else 'expand()'} "
@@ -298,7 +341,7 @@ class InplaceOps(_Base):
 
     def zero_(self) -> Tensor:
         """Fill with zeros in place."""
-        return self._inplace("ZeroBackward0", lambda a: a * 0 if type(a) is Traced and GT.active else np.zeros_like(value(a)))  # type: ignore[operator]  # Traced's operators are installed at runtime
+        return self._inplace("ZeroBackward0", lambda a: _overwritten(a, np.zeros_like(value(a))))
 
     def fill_(self, fill: Any) -> Tensor:
         """Fill with ``fill`` (a number or a one-element tensor) in place."""
@@ -306,7 +349,9 @@ class InplaceOps(_Base):
 
         def op(a: Any) -> Any:
             if type(f) is Traced or (type(a) is Traced and GT.active):
-                return tnp.broadcast_to(_cast(tnp.asarray(f) if type(f) is Traced else np.asarray(f, value(a).dtype), value(a).dtype), a.shape) + a * 0
+                dt = value(a).dtype
+                full = tnp.broadcast_to(_cast(tnp.asarray(f) if type(f) is Traced else np.asarray(f, dt), dt), a.shape)
+                return full + _overwritten(a, np.zeros_like(value(a)))
             return np.full(np.shape(value(a)), value(f), dtype=value(a).dtype)
 
         return self._inplace("FillBackward2" if not isinstance(fill, Tensor) else "FillBackward3", op,
@@ -318,7 +363,7 @@ class InplaceOps(_Base):
 
         def op(a: Any) -> Any:
             if type(s) is Traced or (type(a) is Traced and GT.active):
-                return tnp.broadcast_to(_cast(s, value(a).dtype), a.shape) + a * 0
+                return tnp.broadcast_to(_cast(s, value(a).dtype), a.shape) + _overwritten(a, np.zeros_like(value(a)))
             return value(s)
 
         return self._inplace("CopyBackwards", op, (src if isinstance(src, Tensor) else None,))
@@ -374,13 +419,15 @@ class InplaceOps(_Base):
             raise RuntimeError(LEAF_INPLACE)
         rv = r._value
         fn = None
+        vc = counter_of(self)
         if type(rv) is Traced and rv._tape is GT and r._grad_fn is not None:  # (edges to the tensor as it was)
-            fn = _node(name, (self,), rv._node, rv, self._vc, self._vc.v + 1, claim=True)
+            fn = _node(name, (self,), rv._node, rv, vc, vc.value + 1, claim=True)
         self._value = rv
         if fn is not None:
             self._grad_fn = fn
             self._nr = 0
-        bump(self._vc)
+        self._rebased(v._node if type(v) is Traced else None)
+        bump(self)
         return self
 
     def unsqueeze_(self, dim: builtins.int) -> Tensor:

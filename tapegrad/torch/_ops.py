@@ -95,12 +95,26 @@ def unary(name: str, fn: Any, node: str, *, aliases: tuple[str, ...] = (), inpla
               twin_node if inplace else None, (), _functions(name, function), fn.primitive.name, saves)
 
 
+class _Twin:
+    """``op(..., inplace=TWIN)``: the twin is the op on the value, written back (see ``_unary_twin``)."""
+
+
+TWIN: Any = _Twin()
+
+
 def op(name: str, impl: Callable[..., Any], node: str | None, *, aliases: tuple[str, ...] = (),
        inplace: Callable[..., Any] | None = None, inplace_node: str | None = None,
        twin_aliases: tuple[str, ...] = (), function: bool | str = True, prim: str | None = None,
        saves: str = "", variants: str = "") -> Op:
     """An op with bespoke logic ``impl`` (a method of an op module); ``variants``:
-    the other node names it makes, space-separated."""
+    the other node names it makes, space-separated. The twin ``inplace``
+    (``TWIN``: the op written back, see ``_unary_twin``) records ``node``
+    unless ``inplace_node`` names another."""
+    if inplace is not None:
+        inplace_node = inplace_node or node
+        if inplace is TWIN:
+            assert node is not None
+            inplace = _unary_twin(name, node, "out" in saves.split())
     return Op(name, impl, node, aliases, inplace, inplace_node, twin_aliases, _functions(name, function), prim,
               saves, tuple(variants.split()))
 
@@ -112,15 +126,15 @@ def inplace_only(name: str, impl: Callable[..., Any], node: str, variants: str =
 
 TABLE: tuple[Op, ...] = (
     # --- arithmetic (the operators are ArithOps' dunders) ---
-    op("add", A.add, "AddBackward0", inplace=I.add_, inplace_node="AddBackward0", prim="add"),
-    op("sub", A.sub, "SubBackward0", aliases=("subtract",), inplace=I.sub_, inplace_node="SubBackward0",
+    op("add", A.add, "AddBackward0", inplace=I.add_, prim="add"),
+    op("sub", A.sub, "SubBackward0", aliases=("subtract",), inplace=I.sub_,
        function="sub subtract", prim="subtract"),
-    op("mul", A.mul, "MulBackward0", aliases=("multiply",), inplace=I.mul_, inplace_node="MulBackward0",
+    op("mul", A.mul, "MulBackward0", aliases=("multiply",), inplace=I.mul_,
        function="mul multiply", prim="multiply", saves="0<1 1<0"),
-    op("div", A.div, "DivBackward0", aliases=("divide", "true_divide"), inplace=I.div_, inplace_node="DivBackward0",
+    op("div", A.div, "DivBackward0", aliases=("divide", "true_divide"), inplace=I.div_,
        function="div divide true_divide", prim="divide", saves="0<1 1"),
-    op("pow", A.pow, "PowBackward0", inplace=I.pow_, inplace_node="PowBackward0", saves="0"),
-    op("neg", A.neg, "NegBackward0", aliases=("negative",), inplace=I.neg_, inplace_node="NegBackward0",
+    op("pow", A.pow, "PowBackward0", inplace=I.pow_, saves="0"),
+    op("neg", A.neg, "NegBackward0", aliases=("negative",), inplace=I.neg_,
        function="neg negative", prim="negative"),
     op("matmul", A.matmul, "MmBackward0", saves="0<1 1<0", variants="SqueezeBackward4"),
     op("mm", A.mm, "MmBackward0", prim="matmul", saves="0<1 1<0"),
@@ -129,9 +143,9 @@ TABLE: tuple[Op, ...] = (
     op("outer", A.outer, "MulBackward0", aliases=("ger",), function="outer", saves="0<1 1<0"),
     op("bmm", A.bmm, "BmmBackward0", saves="0<1 1<0"),
     op("addmm", A.addmm, "AddmmBackward0", saves="1<2 2<1"),
-    op("addcmul", A.addcmul, "AddcmulBackward0", inplace=I.addcmul_, inplace_node="AddcmulBackward0", saves="1<2 2<1"),
-    op("addcdiv", A.addcdiv, "AddcdivBackward0", inplace=I.addcdiv_, inplace_node="AddcdivBackward0", saves="1<2 2"),
-    op("lerp", A.lerp, "LerpBackward0", inplace=I.lerp_, inplace_node="LerpBackward0"),
+    op("addcmul", A.addcmul, "AddcmulBackward0", inplace=I.addcmul_, saves="1<2 2<1"),
+    op("addcdiv", A.addcdiv, "AddcdivBackward0", inplace=I.addcdiv_, saves="1<2 2"),
+    op("lerp", A.lerp, "LerpBackward0", inplace=I.lerp_),
     # --- comparisons and tests (no grad_fn) ---
     op("eq", A.eq, None),
     op("ne", A.ne, None),
@@ -179,30 +193,27 @@ TABLE: tuple[Op, ...] = (
     unary("erf", tsp.erf, "ErfBackward0", saves="0"),
     unary("sinc", tnp.sinc, "SincBackward0", saves="0"),
     # --- elementwise math: bespoke ---
-    op("rsqrt", M.rsqrt, "RsqrtBackward0", inplace=_unary_twin("rsqrt", "RsqrtBackward0", True), inplace_node="RsqrtBackward0", saves="out"),
-    op("square", M.square, "PowBackward0", inplace=_unary_twin("square", "PowBackward0", False), inplace_node="PowBackward0", saves="0"),
-    op("relu", M.relu, "ReluBackward0", inplace=_unary_twin("relu", "ReluBackward0", True),
-       inplace_node="ReluBackward0", saves="out"),
-    op("abs", M.abs, "AbsBackward0", aliases=("absolute",), inplace=_unary_twin("abs", "AbsBackward0", False),
-       inplace_node="AbsBackward0", function="abs absolute", prim="absolute", saves="0"),
-    op("sign", M.sign, "SignBackward0", inplace=_unary_twin("sign", "SignBackward0", False), inplace_node="SignBackward0"),
+    op("rsqrt", M.rsqrt, "RsqrtBackward0", inplace=TWIN, saves="out"),
+    op("square", M.square, "PowBackward0", inplace=TWIN, saves="0"),
+    op("relu", M.relu, "ReluBackward0", inplace=TWIN, saves="out"),
+    op("abs", M.abs, "AbsBackward0", aliases=("absolute",), inplace=TWIN, function="abs absolute", prim="absolute", saves="0"),
+    op("sign", M.sign, "SignBackward0", inplace=TWIN),
     op("sgn", M.sgn, "SgnBackward0", saves="0 out"),
-    op("floor", M.floor, "FloorBackward0", inplace=_unary_twin("floor", "FloorBackward0", False), inplace_node="FloorBackward0"),
-    op("ceil", M.ceil, "CeilBackward0", inplace=_unary_twin("ceil", "CeilBackward0", False), inplace_node="CeilBackward0"),
-    op("round", M.round, "RoundBackward0", inplace=_unary_twin("round", "RoundBackward0", False), inplace_node="RoundBackward0", variants="RoundBackward1"),
-    op("trunc", M.trunc, "TruncBackward0", inplace=_unary_twin("trunc", "TruncBackward0", False), inplace_node="TruncBackward0"),
-    op("frac", M.frac, "FracBackward0", inplace=_unary_twin("frac", "FracBackward0", False), inplace_node="FracBackward0"),
-    op("clamp", M.clamp, "ClampBackward1", aliases=("clip",), inplace=I.clamp_, inplace_node="ClampBackward1",
+    op("floor", M.floor, "FloorBackward0", inplace=TWIN),
+    op("ceil", M.ceil, "CeilBackward0", inplace=TWIN),
+    op("round", M.round, "RoundBackward0", inplace=TWIN, variants="RoundBackward1"),
+    op("trunc", M.trunc, "TruncBackward0", inplace=TWIN),
+    op("frac", M.frac, "FracBackward0", inplace=TWIN),
+    op("clamp", M.clamp, "ClampBackward1", aliases=("clip",), inplace=I.clamp_,
        twin_aliases=("clip_",), function="clamp clip", prim="clip", saves="0"),
-    op("clamp_min", M.clamp_min, "ClampMinBackward0", inplace=I.clamp_min_, inplace_node="ClampMinBackward0",
+    op("clamp_min", M.clamp_min, "ClampMinBackward0", inplace=I.clamp_min_,
        saves="0"),
     op("clamp_max", M.clamp_max, "ClampMaxBackward0", saves="0"),
     op("maximum", M.maximum, "MaximumBackward0", saves="0 1"),
     op("minimum", M.minimum, "MinimumBackward0", saves="0 1"),
     op("atan2", M.atan2, "Atan2Backward0", aliases=("arctan2",), function="atan2", saves="0 1"),
     op("where", M.where, "WhereBackward0", function=False),
-    op("masked_fill", M.masked_fill, "MaskedFillBackward0", inplace=I.masked_fill_,
-       inplace_node="MaskedFillBackward0"),
+    op("masked_fill", M.masked_fill, "MaskedFillBackward0", inplace=I.masked_fill_),
     op("softmax", M.softmax, "SoftmaxBackward0", saves="out"),
     op("log_softmax", M.log_softmax, "LogSoftmaxBackward0", saves="out"),
     op("logsumexp", M.logsumexp, "LogsumexpBackward0", prim="logsumexp", saves="0 out"),
@@ -250,12 +261,12 @@ TABLE: tuple[Op, ...] = (
     op("nonzero", X.nonzero, None),
     op("take", X.take, "TakeBackward0", saves="0"),
     op("masked_select", X.masked_select, "MaskedSelectBackward0", saves="0"),
-    op("scatter", X.scatter, "ScatterBackward0", inplace=I.scatter_, inplace_node="ScatterBackward0",
+    op("scatter", X.scatter, "ScatterBackward0", inplace=I.scatter_,
        variants="ScatterBackward1"),
-    op("scatter_add", X.scatter_add, "ScatterAddBackward0", inplace=I.scatter_add_, inplace_node="ScatterAddBackward0"),
-    op("index_add", X.index_add, "IndexAddBackward0", inplace=I.index_add_, inplace_node="IndexAddBackward0",
+    op("scatter_add", X.scatter_add, "ScatterAddBackward0", inplace=I.scatter_add_),
+    op("index_add", X.index_add, "IndexAddBackward0", inplace=I.index_add_,
        saves="1<1"),
-    op("index_fill", X.index_fill, "IndexFillBackward0", inplace=I.index_fill_, inplace_node="IndexFillBackward0",
+    op("index_fill", X.index_fill, "IndexFillBackward0", inplace=I.index_fill_,
        variants="IndexFillBackward1"),
     # --- shape ---
     op("view", S.view, "ViewBackward0", function=False, prim="reshape"),
@@ -384,18 +395,35 @@ def install() -> dict[str, Callable[..., Any]]:
     for node, spec in SAVES.items():
         _graph.register_saves(node, spec)
     for row in TABLE:
-        for name in (row.name, *row.aliases):
-            _set(name, row.impl)
-        if row.inplace is not None:
-            for name in (row.name + "_", *row.twin_aliases):
-                _set(name, row.inplace)
-        if row.prim is not None and row.node is not None:
-            _graph.register_core_name(row.prim, row.node)
-        if row.saves and row.node is not None:
-            _graph.register_saves(row.node, row.saves)
-        for name in row.functions:
-            forms[name] = _function_form(name)
+        forms.update(_install_row(row))
     return forms
+
+
+def _install_row(row: Op) -> dict[str, Callable[..., Any]]:
+    """Put ``row``'s method, aliases and twin on ``Tensor``, register its
+    node names with ``_graph``; return its function forms, name -> function."""
+    for name in (row.name, *row.aliases):
+        _set(name, row.impl)
+    if row.inplace is not None:
+        for name in (row.name + "_", *row.twin_aliases):
+            _set(name, row.inplace)
+    if row.prim is not None and row.node is not None:
+        _graph.register_core_name(row.prim, row.node)
+    if row.saves and row.node is not None:
+        _graph.register_saves(row.node, row.saves)
+    return {name: _function_form(name) for name in row.functions}
+
+
+def add_row(row: Op) -> dict[str, Callable[..., Any]]:
+    """Add one op to the facade after import: a row made by ``unary`` or
+    ``op``, as the rows of ``TABLE`` are (a primitive defined in another
+    module: see docs/extending.md). Its method, aliases and twin go on
+    ``Tensor``; returns its ``torch.name`` forms, name -> function, for the
+    caller to export. Refuses a name ``Tensor`` already has."""
+    for name in (row.name, *row.aliases, *((row.name + "_", *row.twin_aliases) if row.inplace else ())):
+        if hasattr(Tensor, name):
+            raise ValueError(f"tapegrad.torch: Tensor.{name} exists already")
+    return _install_row(row)
 
 
 _SCALAR_TYPE = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "uint8": "Byte",
@@ -439,7 +467,7 @@ def write_out(name: str, out: Any, fn: Callable[..., Any], input: Any, args: tup
                       "zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
                       "elements with t.resize_(0).", UserWarning, stacklevel=3)
     out._value = rv.astype(ov.dtype)
-    _graph.bump(out._vc)
+    _graph.bump(out)
     return out
 
 

@@ -20,9 +20,8 @@ from tapegrad.torch._batched import _const
 from tapegrad.torch._graph import (
     SCALAR_TYPE,
 )
-from tapegrad.torch._inplace import _viewed
 from tapegrad.torch._promote import _cast, _dim, _dims
-from tapegrad.torch._tensor import _MEAN, _SUM, Tensor, _multi, _new, _rec1, _result
+from tapegrad.torch._tensor import _MEAN, _SUM, Tensor, _multi, _new, _rec1, _result, _viewed
 from tapegrad.torch._tensor import OpsBase as _Base
 from tapegrad.tracer import value
 

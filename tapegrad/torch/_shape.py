@@ -21,10 +21,9 @@ from tapegrad.torch._arith import _operands
 from tapegrad.torch._graph import (
     SCALAR_TYPE,
 )
-from tapegrad.torch._inplace import _viewed
 from tapegrad.torch._promote import _contiguous, _dim, _shape_arg
 from tapegrad.torch._tensor import OpsBase as _Base
-from tapegrad.torch._tensor import Tensor, _multi, _new, _result
+from tapegrad.torch._tensor import Tensor, _multi, _new, _result, _viewed
 from tapegrad.tracer import Traced, value
 
 _VIEW_ERROR = (

@@ -31,6 +31,7 @@ from tapegrad.torch._graph import (
     FacadeEntry,
     HookHandle,
     VersionCounter,
+    counter_of,
     edge_of,
     held,
     leaf_tensor,
@@ -38,10 +39,12 @@ from tapegrad.torch._graph import (
     register_leaf,
     saved_key,
     tensor_hooks,
+    version_of,
     view_of,
 )
 from tapegrad.torch._graph import record as _record
 from tapegrad.torch._promote import _shape_arg
+from tapegrad.torch._storage import _viewed
 from tapegrad.tracer import Traced, value
 
 ndarray = np.ndarray
@@ -94,7 +97,7 @@ def _edge(x: Any) -> tuple[Any, int]:
 _classes: dict[str, type] = {}
 
 
-def _node(name: str, ins: Sequence[Any], core: Any, out: Any, out_vc: VersionCounter,
+def _node(name: str, ins: Sequence[Any], core: Any, out: Any, out_vc: VersionCounter | None,
           out_ver: int = 0, *, first: builtins.bool = True, claim: builtins.bool = False) -> Any:
     """The ``grad_fn`` view of a recorded facade op, built now: edges to ``ins``
     (tensors, or None for scalars PyTorch lists). Tape entry ``core`` (the
@@ -118,9 +121,9 @@ def _node(name: str, ins: Sequence[Any], core: Any, out: Any, out_vc: VersionCou
         fn = x._grad_fn
         edges.append((fn, x._nr) if fn is not None else _edge(x))
         if first or k:
-            vc = x._vc
-            saved += (k, saved_key(x._value), vc, vc.v)
-    if out is not None:  # (OUTPUT, not the entry: it would refer to itself)
+            vc = counter_of(x)
+            saved += (k, saved_key(x._value), vc, vc.value)
+    if out is not None and out_vc is not None:  # (OUTPUT, not the entry: it would refer to itself)
         saved += (-1, OUTPUT if out._node is core else out._node, out_vc, out_ver)
     node._edges = tuple(edges)
     node._core = core
@@ -182,15 +185,16 @@ def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None
     a = v._value
     if type(a) is Traced or not GT.active:
         return None
-    ver = x._vc.v
+    vc = x._vc
+    ver = 0 if vc is None else vc.value
     vs = (v,)
     # (no ``**{}``: it costs as much as the rest of the call)
     out = _record(GT, prim, prim.fun(a, **kwargs) if kwargs else prim.fun(a), vs, vs, kwargs or _NO_KW,
-                  _ARG0, None, name, x if v._node.prim is None else x._vc, _LAY1, (ver,) if ver else None)
+                  _ARG0, None, name, x if v._node.prim is None else v._node if vc is None else vc, _LAY1, (ver,) if ver else None)
     t: Tensor = _new_obj(Tensor)
     t._value = out
     t._grad_fn = None
-    t._vc = out._node
+    t._vc = None  # (made when needed: see _graph.counter_of)
     return t
 
 
@@ -228,14 +232,16 @@ def _rec2(prim: Any, a: Any, b: Any, name: str, ins: Sequence[Any]) -> Tensor | 
         nums, lay = _ARG1, _LAY_B
     x0, x1 = ins
     vers = None
-    if x0._vc.v or (x1 is not None and x1._vc.v):
-        vers = (x0._vc.v, 0 if x1 is None else x1._vc.v)
+    v0 = version_of(x0)
+    v1 = 0 if x1 is None else version_of(x1)
+    if v0 or v1:
+        vers = (v0, v1)
     kept = (held(x0), None if x1 is None else held(x1))
     out = _record(GT, prim, prim.fun(x, y), (a, b), (x, y), _NO_KW, nums, None, name, kept, lay, vers)
     t: Tensor = _new_obj(Tensor)
     t._value = out
     t._grad_fn = None
-    t._vc = out._node
+    t._vc = None  # (made when needed: see _graph.counter_of)
     return t
 
 
@@ -275,14 +281,14 @@ def _rec(prim: Any, vals: Sequence[Any], name: str, ins: Sequence[Any], pos: Seq
         if x is None:
             kept.append(None)
             continue
-        if vers is None and x._vc.v:
-            vers = tuple([0 if y is None else y._vc.v for y in ins])
+        if vers is None and version_of(x):
+            vers = tuple([0 if y is None else version_of(y) for y in ins])
         kept.append(held(x))
     out = _record(GT, prim, ans, vals, raw, kw, nums, None, name, tuple(kept), lay, vers)
     t: Tensor = _new_obj(Tensor)
     t._value = out
     t._grad_fn = None
-    t._vc = out._node
+    t._vc = None  # (made when needed: see _graph.counter_of)
     return t
 
 
@@ -311,17 +317,18 @@ def _operator(prim: Any, name: str, div: builtins.bool = False) -> Callable[[Ten
                 maker = prim.vjps.get(0)
                 c = rules.get(other)  # (the same scalar and maker: see keep_scalar_rule)
                 cached = c[2] if c is not None and c[1] is maker and (other or c[0] is other) else None
-                ver = self._vc.v
+                vc = self._vc
+                ver = 0 if vc is None else vc.value
                 vs = (v, other)
                 out = _record(GT, prim, prim.fun(a, other), vs, vs, _NO_KW, _ARG0, cached, name,
-                              self if v._node.prim is None else self._vc, _LAY_S, (ver, 0) if ver else None)
+                              self if v._node.prim is None else v._node if vc is None else vc, _LAY_S, (ver, 0) if ver else None)
                 node = out._node
                 if cached is None:
                     keep_scalar_rule(rules, maker, other, node)
                 t: Tensor = _new_obj(Tensor)
                 t._value = out
                 t._grad_fn = None
-                t._vc = node
+                t._vc = None
                 return t
         return self._arith(other, fn, name, div)
 
@@ -341,14 +348,15 @@ def _unary_method(fn: Any, name: str) -> Callable[[Tensor], Tensor]:
         # _rec1's common case unrolled into the method: one frame less per op (-0.08 us, measured)
         if type(v) is Traced and v._tape is GT and type(v._value) is not Traced and GT.active:
             a = v._value
-            ver = self._vc.v
+            vc = self._vc
+            ver = 0 if vc is None else vc.value
             vs = (v,)
             out = _record(GT, prim, prim.fun(a), vs, vs, _NO_KW, _ARG0, None, name,
-                          self if v._node.prim is None else self._vc, _LAY1, (ver,) if ver else None)
+                          self if v._node.prim is None else v._node if vc is None else vc, _LAY1, (ver,) if ver else None)
             t: Tensor = _new_obj(Tensor)
             t._value = out
             t._grad_fn = None
-            t._vc = out._node
+            t._vc = None  # (made when needed: see _graph.counter_of)
             return t
         return self._unary(fn, name)
 
@@ -415,7 +423,7 @@ class Tensor(metaclass=D.PyTorchNamed):
     __slots__ = ("_value", "_grad_fn", "_vc", "__dict__", "__weakref__")
     _value: Any
     _grad_fn: Any
-    _vc: Any  # a VersionCounter, or the FacadeEntry of the op that made the tensor (it counts too)
+    _vc: VersionCounter | None  # None for a fast op's result until it needs one (see _graph.counter_of)
     _nr: builtins.int = 0  # which output of its grad_fn (set only by multi-output ops)
     __array_priority__ = 1000.0
     __array_ufunc__ = None
@@ -581,14 +589,7 @@ class Tensor(metaclass=D.PyTorchNamed):
 
     @data.setter
     def data(self, other: Tensor) -> None:
-        new = value(_v(other))
-        v = self._value
-        if type(v) is Traced:
-            while type(v._value) is Traced:
-                v = v._value
-            v._value = new
-        else:
-            self._value = new
+        self._set_data(value(_v(other)))
 
     # --- autograd ------------------------------------------------------------------------------
     def backward(self, gradient: Any = None, retain_graph: bool | None = None,
@@ -607,12 +608,13 @@ class Tensor(metaclass=D.PyTorchNamed):
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> Tensor:
-        """A tensor sharing this one's data and version counter, outside the graph."""
-        t = _new(value(self._value))
-        t._vc = self._vc
-        return t
+        """A tensor sharing this one's data and version counter, outside the
+        graph: an in-place change of either is seen by the other (and counts
+        on the shared counter), as in PyTorch."""
+        return _viewed(_new(value(self._value)), self, "alias", None)
 
     def detach_(self) -> Tensor:
+        counter_of(self)  # (the counter stays with the data, found from the entry no more)
         self._value = value(self._value)
         self._grad_fn = None
         return self
@@ -658,6 +660,7 @@ class Tensor(metaclass=D.PyTorchNamed):
             return g
 
         retain._retain = True  # type: ignore[attr-defined]
+        retain._tensor = ref  # type: ignore[attr-defined]
         tensor_hooks.setdefault(self._value._node, []).append(retain)
 
     def register_hook(self, hook: Callable[[Tensor], Any]) -> HookHandle:

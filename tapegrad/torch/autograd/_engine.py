@@ -76,11 +76,11 @@ def _accumulate(t: Tensor, g: Any, create_graph: bool, seen: set[int]) -> None:
             t._grad = _new(g)
     elif not create_graph and type(old._value) is Traced and type(g) is not Traced:
         old._write(value(old._value) + g)  # in place, keeping its grad_fn (as PyTorch)
-        bump(old._vc)
+        bump(old)
     elif not create_graph and type(old._value) is np.ndarray and type(g) is not Traced \
             and old._value.flags.writeable:
         old._value += g
-        bump(old._vc)
+        bump(old)
     else:
         t._grad = _new(old._value + g)
 

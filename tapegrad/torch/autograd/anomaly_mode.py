@@ -20,9 +20,11 @@ While it is off, nothing of this runs: the facade's walk reads one flag per
 backward call and recording is untouched.
 
 How recording is observed: every entry of the facade tape is built by its
-``record`` (``tapegrad.torch._graph.FacadeTape.record``), which calls
-``tapegrad.torch._graph.on_record`` with the new entry when it is set (``tapegrad.torch._graph.set_on_record``): while anomaly
-mode is on, it is ``on_record``.
+``record`` (``tapegrad.torch._graph.FacadeTape.record``), which calls each
+of the observers in ``tapegrad.torch._graph.observers`` with the new entry:
+while anomaly mode is on, ``on_record`` is one of them (beside, say,
+``saved_tensors_hooks``'; ``_graph.add_observer`` / ``remove_observer``).
+The checked walk is ``_graph.use_walk(anomaly_backprop)``.
 """
 
 from __future__ import annotations
@@ -104,11 +106,11 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
         _state["enabled"] = bool(enabled)
         _state["check_nan"] = bool(check_nan)
         if enabled:
-            _graph.set_on_record(on_record)
-            _graph.anomaly_walk = anomaly_backprop
+            _graph.add_observer(on_record)
+            _graph.use_walk(anomaly_backprop)
         else:
-            _graph.set_on_record(None)
-            _graph.anomaly_walk = None
+            _graph.remove_observer(on_record)
+            _graph.use_walk(None)
 
 
 # --- the checked backward walk ----------------------------------------------------------------

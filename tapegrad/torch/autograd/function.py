@@ -16,7 +16,7 @@ import numpy as np
 
 from tapegrad.primitive import Primitive
 from tapegrad.tape import pack_rules
-from tapegrad.torch._graph import GT, FacadeEntry, GradFn, version_message
+from tapegrad.torch._graph import GT, FacadeEntry, GradFn, counter_of, version_message, version_of
 from tapegrad.torch._tensor import Tensor, _edge, _new, _v
 from tapegrad.torch.autograd.forward_ad import _levels as _fw_levels
 from tapegrad.torch.autograd.forward_ad import set_tangent, tangent_of
@@ -35,7 +35,7 @@ class FunctionCtx:
 
     def save_for_backward(self, *tensors: Any) -> None:
         """Keep tensors for ``backward`` (read them back with ``saved_tensors``)."""
-        self._saved = [(t, t._vc.v if isinstance(t, Tensor) else 0) for t in tensors]
+        self._saved = [(t, version_of(t) if isinstance(t, Tensor) else 0) for t in tensors]
 
     @property
     def saved_tensors(self) -> tuple[Any, ...]:
@@ -43,14 +43,14 @@ class FunctionCtx:
         for t, ver in self._saved:
             if type(t) is _SavedOutput:
                 t = t.tensor(self)
-            if isinstance(t, Tensor) and t._vc.v != ver:
-                raise RuntimeError(version_message(t._value, t._vc.v, ver, getattr(t._value, '_node', None)))
+            if isinstance(t, Tensor) and version_of(t) != ver:
+                raise RuntimeError(version_message(t._value, version_of(t), ver, getattr(t._value, '_node', None)))
             out.append(t)
         return tuple(out)
 
     def save_for_forward(self, *tensors: Any) -> None:
         """Keep tensors for ``jvp`` (forward AD: read back with ``saved_tensors`` there)."""
-        self._fw_saved = [(t, t._vc.v if isinstance(t, Tensor) else 0) for t in tensors]
+        self._fw_saved = [(t, version_of(t) if isinstance(t, Tensor) else 0) for t in tensors]
 
     def mark_dirty(self, *tensors: Any) -> None:
         pass
@@ -146,7 +146,7 @@ class _SavedOutput:
     def __init__(self, t: Tensor, k: int, spec: _Spec) -> None:
         self.value = t._value._value
         self.entry = weakref.ref(t._value._node)
-        self.vc = t._vc
+        self.vc = counter_of(t)
         self.k = k
         self.spec = spec
 

@@ -37,16 +37,11 @@ Node = GradFn  # (PyTorch's name of the grad_fn type)
 _POSITIONS = {"self": 0, "input": 0, "other": 1, "mat2": 1, "vec": 1, "exponent": 1, "tensor1": 1,
               "tensor2": 2, "weight": 1, "end": 1, "result": -1}
 
-_FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
-          "have already been freed). Saved intermediate values of the graph are freed when you call .backward() "
-          "or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time "
-          "or if you need to access saved tensors after calling backward.")
-
 
 def _rules(core: Any) -> list[Any]:
     vjps = core.vjps
     if vjps is None:
-        raise RuntimeError(_FREED)
+        raise RuntimeError(_graph.SECOND_BACKWARD)
     return list(vjps) if type(vjps) is tuple else [vjps]
 
 
@@ -120,7 +115,7 @@ def saved_attribute(grad_fn: Any, name: str) -> Any:
     return _saved(grad_fn, _POSITIONS[key])
 
 
-_graph.saved_getter = saved_attribute
+_graph.set_saved_reader(saved_attribute)
 
 # the number exponent of each ``x ** c`` entry (PyTorch's ``_saved_exponent``; the rules keep c * x ** (c - 1))
 _exponents: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -140,43 +135,56 @@ Tensor.__pow__ = _pow  # type: ignore[method-assign]
 
 # --- saved_tensors_hooks --------------------------------------------------------------------------
 
-_hooks: list[tuple[Callable[[Any], Any], Callable[[Any], Any]]] = []
-_pending: list[Any] = []  # entries recorded inside a hooks context, not packed yet
-_chained: list[Any] = []  # the on_record callback that was set when the first context opened
+_Hooks = tuple[Callable[[Any], Any], Callable[[Any], Any]]
+_hooks: list[_Hooks] = []  # the open contexts' (pack, unpack), innermost last
+# entries recorded inside a hooks context, not packed yet, each with the
+# context's hooks (a general op names its entry after recording it: packing
+# waits for the next record or the context's exit)
+_pending: list[tuple[Any, _Hooks]] = []
+_packing = [False]  # a pack hook is running: what it records is not packed
 
 
 def _on_record(entry: Any) -> None:
+    """The observer of recording while a hooks context is open."""
+    if _packing[0] or not _hooks:
+        return
     _flush()
-    _pending.append(entry)
-    if _chained and _chained[0] is not None:
-        _chained[0](entry)
+    _pending.append((entry, _hooks[-1]))
 
 
 def _flush() -> None:
     """Pack what the pending entries' nodes saved (their names are known by now)."""
     if not _pending:
         return
-    pack, unpack = _hooks[-1]
     entries = list(_pending)
     _pending.clear()
-    for e in entries:
-        if e.vjps is None or e.name is None or e.name not in SAVES:
+    _packing[0] = True
+    try:
+        for e, hooks in entries:
+            _pack(e, *hooks)
+    finally:
+        _packing[0] = False
+
+
+def _pack(e: Any, pack: Callable[[Any], Any], unpack: Callable[[Any], Any]) -> None:
+    """Pack what entry ``e``'s node saved with ``pack``; its backward unpacks them."""
+    if e.vjps is None or e.name is None or e.name not in SAVES:
+        return
+    view = _graph.view_of(e)
+    positions, result = SAVES[e.name]
+    saved = []
+    for k, _ in sorted(positions, reverse=True):  # (PyTorch packs ``other`` before ``self``)
+        try:
+            saved.append(_saved(view, k))
+        except AttributeError:
             continue
-        view = _graph.view_of(e)
-        positions, result = SAVES[e.name]
-        saved = []
-        for k, _ in sorted(positions, reverse=True):  # (PyTorch packs ``other`` before ``self``)
-            try:
-                saved.append(_saved(view, k))
-            except AttributeError:
-                continue
-        if result:
-            try:
-                saved.append(_saved(view, -1))
-            except AttributeError:
-                pass
-        packed = [pack(t) for t in saved if isinstance(t, Tensor)]
-        _wrap_rules(e, packed, unpack)
+    if result:
+        try:
+            saved.append(_saved(view, -1))
+        except AttributeError:
+            pass
+    packed = [pack(t) for t in saved if isinstance(t, Tensor)]
+    _wrap_rules(e, packed, unpack)
 
 
 def _wrap_rules(e: Any, packed: list[Any], unpack: Callable[[Any], Any]) -> None:
@@ -208,16 +216,14 @@ class saved_tensors_hooks:  # noqa: N801  (PyTorch's name)
     def __enter__(self) -> None:
         _flush()
         if not _hooks:
-            _chained[:] = [_graph.on_record]
-            _graph.set_on_record(_on_record)
+            _graph.add_observer(_on_record)
         _hooks.append((self.pack_hook, self.unpack_hook))
 
     def __exit__(self, *exc: Any) -> None:
         _flush()
         _hooks.pop()
         if not _hooks:
-            _graph.set_on_record(_chained[0] if _chained else None)
-            _chained.clear()
+            _graph.remove_observer(_on_record)
 
 
 class save_on_cpu(saved_tensors_hooks):  # noqa: N801

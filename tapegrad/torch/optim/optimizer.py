@@ -59,7 +59,7 @@ def new_state(like: Any) -> Tensor:
 
 def updated(*tensors: Tensor) -> None:
     """Record an in-place update of ``tensors``' buffers (bump their versions)."""
-    bump(*[t._vc for t in tensors])
+    bump(*tensors)
 
 
 def _use_grad(step: Callable[..., Any]) -> Callable[..., Any]:
