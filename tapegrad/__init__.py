@@ -12,13 +12,13 @@ from tapegrad import numpy as numpy  # noqa: F401  (installs operators and rules
 from tapegrad import optimizers
 from tapegrad.batching import defbatch
 from tapegrad.compile import jit
+from tapegrad.core.primitive import defjvp, defvjp, defvjp_argnum, primitive
+from tapegrad.core.tape import Tape
+from tapegrad.core.traced import value
 from tapegrad.debug import debug_nans
 from tapegrad.flatten import ravel_pytree
-from tapegrad.primitive import defjvp, defvjp, defvjp_argnum, primitive
 from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
-from tapegrad.tape import Tape
 from tapegrad.testing import check_grads
-from tapegrad.tracer import value
 from tapegrad.transforms import (
     checkpoint,
     custom_jvp,

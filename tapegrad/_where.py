@@ -148,7 +148,7 @@ def _prim_name(p: Any) -> str:
     """The name of ``p`` if it is a primitive's rule record, else ``""``
     (told by its type: this module imports nothing of tapegrad's)."""
     t = type(p)
-    return str(p.name) if t.__name__ == "Primitive" and t.__module__ == "tapegrad.primitive" else ""
+    return str(p.name) if t.__name__ == "Primitive" and t.__module__ == "tapegrad.core.primitive" else ""
 
 
 def _tapegrad_context(f: FrameType | None) -> str:

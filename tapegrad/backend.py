@@ -17,7 +17,7 @@ def array_module(*xs: Any) -> ModuleType:
 
     Raises ``ValueError`` naming both devices when CPU and GPU arrays are mixed.
     """
-    from tapegrad.tracer import Traced, value
+    from tapegrad.core.traced import Traced, value
 
     ndarray = np.ndarray
     for x in xs:  # the common case (all NumPy arrays) first, fast
@@ -29,7 +29,7 @@ def array_module(*xs: Any) -> ModuleType:
     for x in xs:
         x = value(x)
         while type(x) is Traced:  # batched by vmap: its array says
-            x = value(x._tape.lower(x))
+            x = value(x._level.lower(x))
         mod = type(x).__module__
         if mod.startswith("cupy"):
             kind = "cuda"

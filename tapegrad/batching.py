@@ -3,7 +3,7 @@
 A *batched value* is a ``Traced`` whose level is a ``BatchTrace``: a level
 on the same stack as the differentiation tapes, so that ``vmap`` nests with
 ``grad`` and friends in either order, by level. It is ``abstract`` (see
-``tapegrad.level``): its ``_value`` is the per-example ``Aval`` (the shape
+``tapegrad.core.level``): its ``_value`` is the per-example ``Aval`` (the shape
 and dtype that ``.shape``, ``.ndim``, ``.dtype``, ``len()`` report) and its
 payload ``_array`` carries the batch as axis 0. Every primitive on it reaches
 ``BatchTrace.process``, which runs the primitive's batching rule.
@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from tapegrad.axes import normalize_axis
-from tapegrad.level import Level
-from tapegrad.primitive import Primitive
-from tapegrad.tracer import Traced, value
+from tapegrad.core.level import Level
+from tapegrad.core.primitive import Primitive
+from tapegrad.core.traced import Traced, value
 
 BatchRule = Callable[..., Any]
 
@@ -116,10 +116,10 @@ class BatchTrace(Level):
         raw = list(args)
         batched = [False] * len(raw)
         for i, a in enumerate(args):
-            if type(a) is Traced and a._tape is self:
+            if type(a) is Traced and a._level is self:
                 raw[i] = a._array
                 batched[i] = True
-        kw_batched = [k for k, v in kwargs.items() if type(v) is Traced and v._tape is self]
+        kw_batched = [k for k, v in kwargs.items() if type(v) is Traced and v._level is self]
         if kw_batched:  # (rules take batched values as positional arguments: loop)
             kw = {k: v._array if k in kw_batched else v for k, v in kwargs.items()}
             return self.wrap(loop_rule(prim.wrapped, raw, batched, self.size, kw_batched=kw_batched, **kw))
@@ -155,12 +155,12 @@ BATCH_RULES: dict[Any, BatchRule | None] = {}  # primitive -> its batching rule 
 
 def is_batched(x: Any) -> bool:
     """Is ``x`` a batched value (of any vmap level)?"""
-    return type(x) is Traced and type(x._tape) is BatchTrace
+    return type(x) is Traced and type(x._level) is BatchTrace
 
 
 def array_of(x: Any, trace: BatchTrace) -> Any:
     """The array of ``x`` if it is batched on ``trace`` (batch on axis 0), else ``x``."""
-    return x._array if type(x) is Traced and x._tape is trace else x
+    return x._array if type(x) is Traced and x._level is trace else x
 
 
 # --- generic rules -------------------------------------------------------------------------------
@@ -268,7 +268,7 @@ def apply_nondifferentiable(fun: Callable[..., Any], again: Callable[..., Any], 
     """Run ``fun`` (a NumPy function with no gradient) on ``args``, some of
     them batched; ``again`` is its tapegrad wrapper (for lower vmap levels)."""
     kwargs = {k: value(v) for k, v in kwargs.items()}
-    trace = max((a._tape for a in [*args, *kwargs.values()] if type(a) is Traced), key=lambda t: t.level)
+    trace = max((a._level for a in [*args, *kwargs.values()] if type(a) is Traced), key=lambda t: t.level)
     name = getattr(fun, "__name__", "")
     ours = getattr(np, name, None) is fun  # (a NumPy function: its name says what it does)
     if ours and name in _METADATA:
@@ -288,8 +288,8 @@ def apply_nondifferentiable(fun: Callable[..., Any], again: Callable[..., Any], 
             bound.apply_defaults()
             args, kwargs = list(bound.args), dict(bound.kwargs)
     raw = [array_of(a, trace) for a in args]
-    batched = [type(a) is Traced and a._tape is trace for a in args]
-    if any(type(v) is Traced and v._tape is trace for v in kwargs.values()):
+    batched = [type(a) is Traced and a._level is trace for a in args]
+    if any(type(v) is Traced and v._level is trace for v in kwargs.values()):
         pass  # a batched keyword-only argument (``where=``): the loop
     elif isinstance(fun, np.ufunc):  # (``where=`` may have more axes than the operands)
         if kwargs.get("out") is None and "where" not in kwargs:
@@ -306,7 +306,7 @@ def _loop(name: str, again: Callable[..., Any], raw: list[Any], batched: list[bo
           trace: BatchTrace, kwargs: dict[str, Any]) -> Any:
     """One call per example, stacked (a tuple result: each of its arrays
     stacked); batched keyword arguments are sliced too."""
-    keys = [k for k, v in kwargs.items() if type(v) is Traced and v._tape is trace]
+    keys = [k for k, v in kwargs.items() if type(v) is Traced and v._level is trace]
     fixed = {k: v for k, v in kwargs.items() if k not in keys}
     n_args = len(raw)
     raw = raw + [kwargs[k]._array for k in keys]

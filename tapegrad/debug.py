@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.primitive import REGISTRY, Primitive
+from tapegrad.core.primitive import REGISTRY, Primitive
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 _lock = threading.Lock()
@@ -42,7 +42,7 @@ def _user_line() -> str:
 
 
 def _has_nan(x: Any) -> bool:
-    from tapegrad.tracer import value
+    from tapegrad.core.traced import value
 
     v = value(x)
     dtype = getattr(v, "dtype", None)

@@ -51,8 +51,8 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.core.traced import Traced
 from tapegrad.pytree import TreeDef, tree_flatten, tree_map, tree_unflatten
-from tapegrad.tracer import Traced
 
 __all__ = [
     "DistributedError",

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tapegrad.tracer import Traced
+from tapegrad.core.traced import Traced
 
 
 class TreeDef(NamedTuple):

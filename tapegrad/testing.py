@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.core.traced import value
 from tapegrad.pytree import tree_flatten, tree_unflatten
-from tapegrad.tracer import value
 
 
 def _real_scalar_of(f: Callable[..., Any], u_leaves: list[Any]) -> Callable[..., float]:

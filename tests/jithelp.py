@@ -16,7 +16,7 @@ def close(got, want, rtol=1e-12, atol=1e-12):
     w_leaves, w_def = tg.tree_flatten(want)
     assert g_def == w_def, (g_def, w_def)
     for g, w in zip(g_leaves, w_leaves):
-        assert type(g) is not tg.tracer.Traced
+        assert type(g) is not tg.core.traced.Traced
         assert np.shape(g) == np.shape(w)
         assert np.result_type(g) == np.result_type(w)
         np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)

@@ -1,6 +1,6 @@
 """A reference engine: a plain, readable interpreter of the tape.
 
-The real engine (``tapegrad.tape``, ``tapegrad.primitive``) is fast because
+The real engine (``tapegrad.core.tape``, ``tapegrad.core.primitive``) is fast because
 of tricks: unrolled record paths for one and two operands, a cache of rules
 for Python-float operands, a cotangent carried down chains, in-place
 accumulation into buffers the walk owns, residuals overwritten in place
@@ -48,7 +48,7 @@ import numpy as np
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad.tracer import Traced
+from tapegrad.core.traced import Traced
 
 # --- the two adapters to the engine's internals ------------------------------------
 
@@ -61,7 +61,7 @@ def _entry(t: Any) -> Any:
 def _unbox(t: Any, tape: Any) -> Any:
     """``t`` seen from outside ``tape``: its value one level down if it is
     traced on ``tape``, else ``t`` itself (a constant of this tape)."""
-    return t._value if type(t) is Traced and t._tape is tape else t
+    return t._value if type(t) is Traced and t._level is tape else t
 
 
 # --- recording -------------------------------------------------------------------------
@@ -189,7 +189,7 @@ def _seed_cotangents(tape: RecordingTape, out: Any, cotangent: Any) -> dict[int,
         raise TypeError(f"reference: cotangent structure {ctdef} does not match the output's {tdef}")
     seeds: dict[int, Any] = {}
     for o, u in zip(leaves, cts):
-        if type(o) is Traced and o._tape is tape:
+        if type(o) is Traced and o._level is tape:
             i = _entry(o).index
             seeds[i] = seeds[i] + u if i in seeds else u
     return seeds
@@ -230,7 +230,7 @@ def reference_grad(f: Callable[..., Any]) -> Callable[..., tuple[Any, ...]]:
     def grad_f(*args: Any) -> tuple[Any, ...]:
         tape, xs, out = trace(f, args)
         seeds = {}
-        if type(out) is Traced and out._tape is tape:
+        if type(out) is Traced and out._level is tape:
             seeds[_entry(out).index] = np.ones(out.shape, out.dtype)
         return _input_cotangents(tape, xs, reverse(tape, seeds))
 
@@ -285,7 +285,7 @@ def reference_jvp(f: Callable[..., Any], args: Sequence[Any], tangents: Sequence
     tan = forward(tape, {_entry(x).index: t for x, t in zip(xs, tangents)})
 
     def tangent_of(o: Any) -> Any:
-        if type(o) is Traced and o._tape is tape:
+        if type(o) is Traced and o._level is tape:
             i = _entry(o).index
             shape, dtype = tape.avals[i]
             return tan.get(i, np.zeros(shape, dtype))

@@ -87,7 +87,7 @@ def test_the_core_code_names_no_level_above_it() -> None:
 
 def test_no_module_writes_into_another_at_import() -> None:
     """``other.name = value`` at module level, where ``other`` is an imported
-    tapegrad module (``from tapegrad import tape as _tape; _tape.x = ...``)."""
+    tapegrad module (``from tapegrad.core import tape as _tape; _tape.x = ...``)."""
     g = build_graph()
     bad = []
     for rel in g.modules.values():

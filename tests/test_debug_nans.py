@@ -41,7 +41,7 @@ def test_backward_nan_names_the_vjp() -> None:
 
 
 def test_global_switch_and_zero_cost_when_off() -> None:
-    from tapegrad.primitive import REGISTRY
+    from tapegrad.core.primitive import REGISTRY
 
     funs = {id(p): p.fun for p in REGISTRY}
     tg.debug_nans(True)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tapegrad.engine_ops import broadcast_to, sum_to
-from tapegrad.graph_tape import reachable
-from tapegrad.primitive import defvjp, primitive
-from tapegrad.tape import Entry, Tape, backprop
-from tapegrad.tracer import Traced, value
+from tapegrad.core.engine_ops import broadcast_to, sum_to
+from tapegrad.core.graph_tape import reachable
+from tapegrad.core.primitive import defvjp, primitive
+from tapegrad.core.tape import Entry, Tape, backprop
+from tapegrad.core.traced import Traced, value
 
 # Rules call the primitives themselves, so they are differentiable again.
 mul = primitive(lambda x, y: np.multiply(x, y), "mul")
@@ -100,7 +100,7 @@ def test_levels_nest_and_lower_values_are_constants() -> None:
             b = inner.watch(a)
             y = mul(mul(b, b), a)  # a * b^2
         dy_db = inner.gradient(y, b)  # 2 a b, recorded on `outer`
-        assert type(dy_db) is Traced and dy_db._tape is outer
+        assert type(dy_db) is Traced and dy_db._level is outer
     # d/da (2 a * a) = 4a = 8
     np.testing.assert_allclose(outer.gradient(dy_db, a), 8.0)
 
@@ -111,7 +111,7 @@ def test_mixing_levels_lifts_to_the_highest() -> None:
         with Tape() as inner:
             b = inner.watch(np.array(3.0))
             c = mul(a, b)
-    assert c._tape is inner and type(c._value) is Traced and c._value._tape is outer
+    assert c._level is inner and type(c._value) is Traced and c._value._level is outer
 
 
 def test_values_of_closed_tapes_are_constants() -> None:
@@ -263,17 +263,17 @@ def test_graph_tape_owns_its_graph_and_differentiates_its_backward() -> None:
     import gc
     import weakref
 
-    from tapegrad.graph_tape import GraphTape
+    from tapegrad.core.graph_tape import GraphTape
 
     gt = GraphTape()
     x = gt.watch(np.array([0.5, 1.0]))
     y = mul(sin(x), x)  # x sin x
-    assert type(y) is Traced and y._tape is gt and not hasattr(gt, "entries")
+    assert type(y) is Traced and y._level is gt and not hasattr(gt, "entries")
 
     gt.active = True  # create_graph: record the backward pass itself
     ct = backprop(reachable([y._node]), {y._node.index: np.ones(2)}, retain=True)
     dy = ct[x._node.index]  # cos(x) x + sin(x), traced on gt
-    assert type(dy) is Traced and dy._tape is gt
+    assert type(dy) is Traced and dy._level is gt
     ct2 = backprop(reachable([dy._node]), {dy._node.index: np.ones(2)}, retain=True)
     xv = value(x)
     np.testing.assert_allclose(value(ct2[x._node.index]), 2 * np.cos(xv) - xv * np.sin(xv))
@@ -296,7 +296,7 @@ def test_graph_tape_rules_keep_a_twin_of_their_output() -> None:
     import gc
     import weakref
 
-    from tapegrad.graph_tape import GraphTape, connect_residuals
+    from tapegrad.core.graph_tape import GraphTape, connect_residuals
 
     ex = primitive(lambda x: np.exp(x), "ex")
     defvjp(ex, lambda ans, x: lambda g: mul(g, ans))

@@ -22,8 +22,8 @@ import pytest
 import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad import batching
+from tapegrad.core.traced import NUMPY_DISPATCH
 from tapegrad.numpy._define import NUMPY_NAMES
-from tapegrad.tracer import NUMPY_DISPATCH
 
 MODULE = '''
 import numpy as np

@@ -14,7 +14,7 @@ from jithelp import counted as _counted
 from jithelp import rng as _rng
 
 import tapegrad as tg
-import tapegrad.level
+import tapegrad.core.level
 import tapegrad.numpy as tnp
 from tapegrad.compile.jit import MAX_VARIANTS
 
@@ -254,7 +254,7 @@ def test_float_and_int_of_a_traced_value_raise_type_error():
                  lambda v: np.asarray(v), lambda v: v.tolist()):
         with pytest.raises(TypeError, match="tapegrad"):
             tg.jit(lambda v, conv=conv: conv(tnp.sum(v)))(x)
-    assert not tapegrad.level.entered()  # the failed traces left nothing behind
+    assert not tapegrad.core.level.entered()  # the failed traces left nothing behind
     _close(tg.jit(lambda v: tnp.sum(v) * 2)(x), np.float64(6.0))
 
 
@@ -550,7 +550,7 @@ def test_errors():
     jf = tg.jit(lambda x: x @ np.ones(4))
     with pytest.raises(ValueError):
         jf(np.ones(3))
-    assert not tapegrad.level.entered()
+    assert not tapegrad.core.level.entered()
     _close(jf(np.ones(4)), np.float64(4.0))
     with pytest.raises(ValueError, match="truth value"):
         tg.jit(lambda x: 1.0 if x > 0 else 0.0)(np.ones(3))

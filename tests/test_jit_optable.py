@@ -52,7 +52,7 @@ def _close(got: Any, want: Any, what: str) -> None:
     w_leaves, w_def = tg.tree_flatten(want)
     assert g_def == w_def, f"{what}: structure {g_def} != {w_def}"
     for k, (g, w) in enumerate(zip(g_leaves, w_leaves)):
-        assert type(g) is not tg.tracer.Traced, f"{what}[{k}]: a traced value came back"
+        assert type(g) is not tg.core.traced.Traced, f"{what}[{k}]: a traced value came back"
         assert np.shape(g) == np.shape(w), f"{what}[{k}]: shape {np.shape(g)} != {np.shape(w)}"
         assert np.result_type(g) == np.result_type(w), f"{what}[{k}]: dtype {np.result_type(g)} != {np.result_type(w)}"
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=f"{what}[{k}]")

@@ -13,7 +13,7 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.compile import passes
 from tapegrad.compile.trace import Instr, Var
-from tapegrad.engine_ops import _sum_to
+from tapegrad.core.engine_ops import _sum_to
 from tapegrad.numpy import wrap
 
 

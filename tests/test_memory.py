@@ -33,7 +33,7 @@ def test_10000_steps_of_value_and_grad_do_not_grow_memory() -> None:
 
 
 def test_no_tape_left_open_after_transforms() -> None:
-    from tapegrad.level import entered
+    from tapegrad.core.level import entered
 
     tg.grad(lambda x: x * x)(1.0)
     try:

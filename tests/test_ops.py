@@ -39,7 +39,7 @@ def test_value_matches_numpy(case: Case) -> None:
         warnings.simplefilter("ignore", RuntimeWarning)
         want = _fn(case, np)(*args)
         got = _fn(case, tnp)(*args)
-    assert type(got) is not tg.tracer.Traced
+    assert type(got) is not tg.core.traced.Traced
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     assert np.shape(got) == np.shape(want)
     assert np.result_type(got) == np.result_type(want)
@@ -124,7 +124,7 @@ def test_float32_stays_float32(case: Case) -> None:
 def test_forward_mode_by_transposing_the_vjp(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
     """With every JVP rule switched off, forward mode transposes the VJP rules:
     the fallback path, checked for every op, first and second order."""
-    from tapegrad.primitive import Primitive
+    from tapegrad.core.primitive import Primitive
 
     monkeypatch.setattr(Primitive, "jvp_maker", lambda self, argnum: None)
     tg.check_grads(_fn(case, tnp), _args(case), modes=("fwd",), order=case.order)

@@ -29,8 +29,8 @@ PUBLIC_MODULES = {
     "tapegrad",
     "tapegrad.numpy", "tapegrad.numpy.primitives", "tapegrad.numpy.linalg", "tapegrad.numpy.fft",
     "tapegrad.scipy", "tapegrad.scipy.special",
-    "tapegrad.tape", "tapegrad.graph_tape", "tapegrad.tracer", "tapegrad.primitive", "tapegrad.backend",
-    "tapegrad.level", "tapegrad.engine_ops", "tapegrad.batching",
+    "tapegrad.core.tape", "tapegrad.core.graph_tape", "tapegrad.core.traced", "tapegrad.core.primitive", "tapegrad.backend",
+    "tapegrad.core", "tapegrad.core.level", "tapegrad.core.engine_ops", "tapegrad.batching",
     "tapegrad.pytree", "tapegrad.optimizers", "tapegrad.distributed",
 }
 
@@ -122,14 +122,14 @@ def test_the_checker_sees_private_uses() -> None:
         "import tapegrad.numpy as tnp\n"
         "from tapegrad.numpy import wrap as _w\n"
         "from tapegrad.numpy.derived import swapaxes\n"
-        "from tapegrad.tape import _walk, backprop\n"
-        "from tapegrad import tape as _tape\n"
+        "from tapegrad.core.tape import _walk, backprop\n"
+        "from tapegrad.core import tape as _tape\n"
         "from tapegrad.numpy import primitives as tp\n"
         "tnp._np, tnp.wrap.exp, tnp.exp, _tape._stack, _tape.backprop, tp.where_mask, _w.exp\n"
     )
     assert _violations_in(src, "probe.py") == [
-        "2: module tapegrad.numpy.wrap", "3: module tapegrad.numpy.derived", "4: name tapegrad.tape._walk",
-        "7: module tapegrad.numpy.wrap", "7: name tapegrad.numpy._np", "7: name tapegrad.tape._stack",
+        "2: module tapegrad.numpy.wrap", "3: module tapegrad.numpy.derived", "4: name tapegrad.core.tape._walk",
+        "7: module tapegrad.numpy.wrap", "7: name tapegrad.core.tape._stack", "7: name tapegrad.numpy._np",
     ]
 
 

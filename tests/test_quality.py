@@ -12,7 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # the modules whose signatures users program against
 TYPED = [
-    "tapegrad/__init__.py", "tapegrad/tape.py", "tapegrad/tracer.py", "tapegrad/primitive.py",
+    "tapegrad/__init__.py", "tapegrad/core",
     "tapegrad/pytree.py", "tapegrad/backend.py", "tapegrad/testing.py", "tapegrad/debug.py",
     "tapegrad/optimizers.py", "tapegrad/flatten.py", "tapegrad/scipy/stats.py",
     "tapegrad/transforms", "tapegrad/torch",

@@ -212,7 +212,7 @@ def test_every_new_function_is_exported_and_batched() -> None:
             "names = 'gamma beta betaln betainc gammainc gammaincc gammasgn rgamma polygamma psi multigammaln "
             "erfinv erfcinv j0 j1 jn y0 y1 yn i0 i1 iv ive'.split()\n"
             "assert all(n in ts.__all__ and callable(getattr(ts, n)) for n in names)\n"
-            "from tapegrad.primitive import REGISTRY\n"
+            "from tapegrad.core.primitive import REGISTRY\n"
             "from tapegrad.batching import BATCH_RULES\n"
             "print(sorted(p.name for p in REGISTRY if BATCH_RULES.get(p) is None or not p.vjps_batched))")
     # (tapegrad.scipy's convolve and odeint declare rules of one cotangent at a time, which

@@ -58,7 +58,7 @@ def test_gradient_inside_the_with_block() -> None:
         x = tape.watch(np.array(3.0))
         y = x * x
         g = tape.gradient(y, x)
-    assert g == 6.0 and type(g) is not tg.tracer.Traced
+    assert g == 6.0 and type(g) is not tg.core.traced.Traced
 
 
 def test_unconnected_source_gets_zeros() -> None:

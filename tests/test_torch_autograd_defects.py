@@ -311,7 +311,7 @@ def anomaly_off() -> Any:
 
 
 def test_anomaly_switches(anomaly_off: Any) -> None:
-    from tapegrad.tape import backprop
+    from tapegrad.core.tape import backprop
     from tapegrad.torch import _graph
 
     assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == (False, True)

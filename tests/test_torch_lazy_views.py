@@ -93,7 +93,7 @@ def test_the_graph_keeps_only_what_rules_saved() -> None:
     import gc
     import weakref
 
-    from tapegrad.tracer import value
+    from tapegrad.core.traced import value
 
     x = torch.ones(3, requires_grad=True)
     for make in (lambda t: t * 2.0, lambda t: t.flip(0)):  # a fast op, an op with an eager view
@@ -122,8 +122,8 @@ def test_backward_order_is_descending_over_random_graphs() -> None:
     """The entries a backward walks: every reachable one, once, newest first."""
     import random
 
-    from tapegrad.graph_tape import reachable
-    from tapegrad.tape import parents_of
+    from tapegrad.core.graph_tape import reachable
+    from tapegrad.core.tape import parents_of
 
     rng = random.Random(0)
     for _ in range(30):

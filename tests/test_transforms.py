@@ -18,7 +18,7 @@ def test_grad_of_scalar_function() -> None:
 
 def test_value_and_grad() -> None:
     v, g = tg.value_and_grad(lambda x: tnp.sum(x**2))(np.array([1.0, 2.0]))
-    assert v == 5.0 and type(v) is not tg.tracer.Traced
+    assert v == 5.0 and type(v) is not tg.core.traced.Traced
     np.testing.assert_allclose(g, [2.0, 4.0])
 
 
@@ -53,7 +53,7 @@ def test_has_aux() -> None:
     g, aux = tg.grad(f, has_aux=True)(np.array([1.0, 3.0]))
     np.testing.assert_allclose(g, [2.0, 6.0])
     assert aux["label"] == "ok" and aux["mean"] == 2.0
-    assert type(aux["mean"]) is not tg.tracer.Traced
+    assert type(aux["mean"]) is not tg.core.traced.Traced
     (v, aux2), g2 = tg.value_and_grad(f, has_aux=True)(np.array([1.0, 3.0]))
     assert v == 10.0 and aux2["mean"] == 2.0
 

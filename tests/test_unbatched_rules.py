@@ -148,7 +148,7 @@ def test_batched_keyword_is_kept_until_changed() -> None:
     assert prim.jvps_batched
     tg.defvjp(twice, lambda ans, x: lambda g: 2 * g, batched=False)
     assert not prim.vjps_batched and prim.jvps_batched
-    from tapegrad.primitive import defjvp_argnum, defvjp_argnum
+    from tapegrad.core.primitive import defjvp_argnum, defvjp_argnum
 
     defvjp_argnum(twice, lambda i, ans, x: lambda g: 2 * g, batched=True)
     defjvp_argnum(twice, lambda i, ans, x: lambda t: 2 * t, batched=False)
@@ -160,7 +160,7 @@ _BUILTINS_SCRIPT = textwrap.dedent("""
     import tapegrad as tg
     import tapegrad.numpy, tapegrad.numpy.linalg, tapegrad.numpy.fft
     import tapegrad.scipy.special, tapegrad.torch
-    from tapegrad.primitive import REGISTRY
+    from tapegrad.core.primitive import REGISTRY
     assert len(REGISTRY) > 50, len(REGISTRY)
     # (tapegrad.scipy's convolve and odeint declare rules of one cotangent at a time: the
     # engine maps them over a batch, as it maps a user's)

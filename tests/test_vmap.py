@@ -12,7 +12,7 @@ import pytest
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad.tracer import Traced
+from tapegrad.core.traced import Traced
 
 RTOL, ATOL = 1e-10, 1e-12
 

@@ -34,8 +34,8 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 import tapegrad.scipy.special  # noqa: F401  (its primitives are tapegrad's own: see BUILT_IN)
 from tapegrad import batching
+from tapegrad.core.primitive import REGISTRY, Primitive
 from tapegrad.numpy import elementwise, indexing, products, reductions, shapes
-from tapegrad.primitive import REGISTRY, Primitive
 
 SIZE = 3
 RTOL, ATOL = 1e-7, 1e-9
@@ -47,8 +47,8 @@ RTOL, ATOL = 1e-7, 1e-9
 def _numpy_primitives() -> set[Primitive]:
     """The primitives tapegrad.numpy defines itself (its family modules: elementwise.py,
     reductions.py, shapes.py, indexing.py, products.py) and the engine's own
-    (tapegrad/engine_ops.py): those of linalg, fft and scipy.special come with their modules."""
-    core = importlib.import_module("tapegrad.engine_ops")
+    (tapegrad/core/engine_ops.py): those of linalg, fft and scipy.special come with their modules."""
+    core = importlib.import_module("tapegrad.core.engine_ops")
     found = set()
     for mod in (elementwise, reductions, shapes, indexing, products, core):
         for obj in vars(mod).values():
@@ -484,7 +484,7 @@ def test_every_numpy_primitive_has_a_batching_rule() -> None:
 def test_every_primitive_of_tapegrad_has_a_batching_rule() -> None:
     # in a fresh interpreter: this one's registry also holds the primitives tests make
     code = ("import tapegrad.numpy, tapegrad.scipy.special, tapegrad.torch\n"
-            "from tapegrad.primitive import REGISTRY\n"
+            "from tapegrad.core.primitive import REGISTRY\n"
             "from tapegrad.batching import BATCH_RULES\n"
             "print(sorted(p.name for p in REGISTRY if BATCH_RULES.get(p) is None))")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -22,9 +22,9 @@ from tapegrad.compile import passes
 from tapegrad.compile.codegen import GuardFailed, compile_source, generate
 from tapegrad.compile.entry import Miss, make_entry
 from tapegrad.compile.trace import JitTrace, Var
-from tapegrad.level import entered
+from tapegrad.core.level import entered
+from tapegrad.core.traced import Traced
 from tapegrad.pytree import TreeDef, tree_flatten, tree_unflatten
-from tapegrad.tracer import Traced
 from tapegrad.transforms._util import check_argnums, fun_name
 
 MAX_VARIANTS = 8  # compiled paths of one signature before jit gives up and runs eagerly
@@ -223,7 +223,7 @@ class Jitted:
 def _own(x: Any, trace: JitTrace) -> Any:
     """An output with the tapes ``f`` opened and closed unboxed (``y`` of a
     ``with tg.Tape()`` block, returned after it): its value on ``trace``."""
-    while type(x) is Traced and x._tape is not trace and not x._tape.active and not x._tape.abstract:
+    while type(x) is Traced and x._level is not trace and not x._level.active and not x._level.abstract:
         x = x._value
     return x
 

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tapegrad.compile.trace import Guard, Instr, Var
-from tapegrad.engine_ops import _sum_to
+from tapegrad.core.engine_ops import _sum_to
 from tapegrad.numpy import wrap
 
 Program = list[Any]  # Instr | Guard

@@ -1,7 +1,7 @@
 """Tracing for ``jit``: a level that runs every primitive and writes it down.
 
 A ``JitTrace`` sits on the level stack like a ``vmap`` level
-(see ``tapegrad.level``): its values are ``abstract``, so the core
+(see ``tapegrad.core.level``): its values are ``abstract``, so the core
 sends every operation on them to ``JitTrace.process``, which runs the
 primitive's NumPy function on the concrete arrays *and* appends the call to
 the trace's program: one ``Instr`` per primitive call, whatever
@@ -23,9 +23,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tapegrad.batching import Aval, apply_nondifferentiable
-from tapegrad.level import Level
+from tapegrad.core.level import Level
+from tapegrad.core.traced import Traced
 from tapegrad.numpy.wrap import Index
-from tapegrad.tracer import Traced
 
 # NumPy functions (no gradient) whose result's shape depends on the values of
 # their arguments: the compiled program checks the shape it gets (a guard)
@@ -142,12 +142,12 @@ class JitTrace(Level):
 
     def ref(self, x: Any) -> Any:
         """``x`` as an argument of an instruction: a Var, or a constant."""
-        if type(x) is Traced and x._tape is self:
+        if type(x) is Traced and x._level is self:
             return Var(var_of(x))
         return x
 
     def raw(self, x: Any) -> Any:
-        return x._array if type(x) is Traced and x._tape is self else x
+        return x._array if type(x) is Traced and x._level is self else x
 
     # --- what the core asks of a level ----------------------------------------------------
     def process(self, prim: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
@@ -232,7 +232,7 @@ class JitTrace(Level):
         instruction of its own (the program then reads it as one value)."""
         t = type(a)
         if t is Traced:
-            if a._tape is self:
+            if a._level is self:
                 return a._array, Var(var_of(a)), False
             return a, a, False
         if t is Index:
@@ -269,7 +269,7 @@ class JitTrace(Level):
         """Does ``x`` (a value, a tuple, list or dict) hold a value of this trace?"""
         t = type(x)
         if t is Traced:
-            return x._tape is self
+            return x._level is self
         if t is tuple or t is list:
             return any(self.holds(v) for v in x)
         if t is dict:
@@ -310,7 +310,7 @@ class Slot(NamedTuple):
 def _template(x: Any, leaves: list[Traced], trace: JitTrace) -> Any:
     """``x`` with each value of ``trace`` replaced by a ``Slot`` (collected in ``leaves``)."""
     t = type(x)
-    if t is Traced and x._tape is trace:
+    if t is Traced and x._level is trace:
         leaves.append(x)
         return Slot(len(leaves) - 1)
     if t is tuple or t is list:
@@ -360,4 +360,4 @@ def var_of(x: Traced) -> int:
 
 
 def is_jit_value(x: Any) -> bool:
-    return type(x) is Traced and type(x._tape) is JitTrace
+    return type(x) is Traced and type(x._level) is JitTrace

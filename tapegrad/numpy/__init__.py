@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as _np
 
-from tapegrad.engine_ops import broadcast_to
+from tapegrad.core.engine_ops import broadcast_to
+from tapegrad.core.traced import NUMPY_DISPATCH as _DISPATCH
 from tapegrad.numpy import derived as _d
 from tapegrad.numpy import fft, linalg, primitives  # tnp.fft, tnp.linalg, tnp.primitives
 from tapegrad.numpy import methods as _methods
@@ -103,7 +104,6 @@ from tapegrad.numpy.shape_extra import (
     vsplit,
 )
 from tapegrad.numpy.shapes import diagonal, flip, roll, tril, triu
-from tapegrad.tracer import NUMPY_DISPATCH as _DISPATCH
 
 # the elementwise primitives (each made by elementwise(np.name, ...) in elementwise.py) and the
 # functions with no gradient, under their NumPy names

@@ -35,9 +35,9 @@ import numpy as np
 
 from tapegrad.axes import normalize_axes
 from tapegrad.batching import defbatch, elementwise_rule
-from tapegrad.engine_ops import broadcast_to
-from tapegrad.primitive import defjvp, defvjp, primitive
-from tapegrad.tracer import NUMPY_DISPATCH
+from tapegrad.core.engine_ops import broadcast_to
+from tapegrad.core.primitive import defjvp, defvjp, primitive
+from tapegrad.core.traced import NUMPY_DISPATCH
 
 Maker = Callable[..., Callable[[Any], Any]]
 

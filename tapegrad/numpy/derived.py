@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from tapegrad.backend import array_module
+from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import shapes as _s
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import Index, normalize_axes, normalize_axis
 from tapegrad.numpy.wrap import reduction_size as _count
-from tapegrad.tracer import Traced, value
 
 
 def _traced(*xs: Any) -> bool:

@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 
 from tapegrad.batching import defbatch, elementwise_rule
-from tapegrad.engine_ops import cast_to
+from tapegrad.core.engine_ops import cast_to
+from tapegrad.core.primitive import REGISTRY, defjvp, mark_batched
+from tapegrad.core.tape import consumable
+from tapegrad.core.traced import Traced, value
 from tapegrad.numpy._define import elementwise, same
-from tapegrad.primitive import REGISTRY, defjvp, mark_batched
-from tapegrad.tape import consumable
-from tapegrad.tracer import Traced, value
 
 Vjp = Callable[[Any], Any]
 _OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
@@ -255,7 +255,7 @@ def _astype(x: Any, dtype: Any) -> Any:
 
 astype_float = elementwise(_astype, lambda ans, x, dtype: same, name="astype",
                            jvps=(lambda ans, x, dtype: lambda t: astype_float(t, dtype),))
-# the engine's cast (tapegrad.primitive: its VJP is there): its JVP and batching rules
+# the engine's cast (tapegrad.core.primitive: its VJP is there): its JVP and batching rules
 defjvp(cast_to, lambda ans, x, dtype: lambda t: cast_to(t, dtype))
 defbatch(cast_to, elementwise_rule(cast_to))
 

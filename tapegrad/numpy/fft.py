@@ -26,10 +26,10 @@ import numpy as np
 
 from tapegrad.backend import array_module
 from tapegrad.batching import defbatch
+from tapegrad.core.primitive import REGISTRY, defvjp, mark_batched, primitive
+from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
-from tapegrad.primitive import REGISTRY, defvjp, mark_batched, primitive
-from tapegrad.tracer import Traced, value
 
 __all__ = ["fft", "fft2", "fftn", "fftshift", "ifft", "ifft2", "ifftn", "ifftshift", "irfft", "irfft2",
            "irfftn", "rfft", "rfft2", "rfftn"]

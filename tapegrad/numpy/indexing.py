@@ -26,9 +26,9 @@ import numpy as np
 from tapegrad import batching  # (batching.loop_rule looked up at each call: tests count the loops)
 from tapegrad.backend import array_module
 from tapegrad.batching import BatchTrace, defbatch, move_to_front
+from tapegrad.core.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive, top_tape
+from tapegrad.core.traced import Traced, value
 from tapegrad.numpy._define import batch_all, nbatch
-from tapegrad.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive, top_tape
-from tapegrad.tracer import Traced, value
 
 Args = Sequence[Any]
 Rule = Callable[[Any], Any]
@@ -60,8 +60,8 @@ class Index:
             if type(k) is Traced:
                 k = value(k)
                 traced = traced or type(k) is Traced  # (a vmap's or a jit's value stays traced)
-                if type(k) is Traced and type(k._tape) is BatchTrace:  # per-example values
-                    traces += (k._tape,)
+                if type(k) is Traced and type(k._level) is BatchTrace:  # per-example values
+                    traces += (k._level,)
                     kind = "mask" if k.dtype == bool and kind == "basic" else ("int" if k.dtype != bool else kind)
                     items.append(k)
                     continue
@@ -157,7 +157,7 @@ def lift(x: Any, traces: tuple[Any, ...]) -> Any:
     have = set()
     y = x
     while type(y) is Traced:  # the levels x already lives on
-        t = y._tape
+        t = y._level
         have.add(id(t))
         y = t.lower(y)
     for t in traces:
@@ -192,7 +192,7 @@ def _levels(x: Any) -> set[int]:
     """The levels (tape ids) ``x`` lives on: its own, its value's, and so on down."""
     have = set()
     while type(x) is Traced:
-        t = x._tape
+        t = x._level
         have.add(id(t))
         x = t.lower(x)
     return have
@@ -208,7 +208,7 @@ def _own_entries(index: Index, arrays: Args) -> list[int]:
     have: set[int] = set()
     for a in arrays:
         have |= _levels(a)
-    return [i for i, k in enumerate(index.key) if type(k) is Traced and id(k._tape) not in have]
+    return [i for i, k in enumerate(index.key) if type(k) is Traced and id(k._level) not in have]
 
 class _Plan(NamedTuple):
     key: tuple[Any, ...]  # indexes an array of shape (size,) + per-example shape

@@ -43,10 +43,10 @@ import numpy as np
 
 from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, move_to_front
+from tapegrad.core.primitive import REGISTRY, defvjp, mark_batched, primitive
+from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
-from tapegrad.primitive import REGISTRY, defvjp, mark_batched, primitive
-from tapegrad.tracer import Traced, value
 
 __all__ = ["cholesky", "det", "eigh", "eigvalsh", "inv", "norm", "pinv", "qr", "slogdet", "solve",
            "svd", "svdvals", "LinAlgError"]

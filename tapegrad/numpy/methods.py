@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from tapegrad.core.primitive import _apply1, binary_method, defers_to
+from tapegrad.core.traced import Traced
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import Index
-from tapegrad.primitive import _apply1, binary_method, defers_to
-from tapegrad.tracer import Traced
 
 _NO_KW: dict[str, Any] = {}
 

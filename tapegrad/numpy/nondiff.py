@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.core.primitive import nondifferentiable
+from tapegrad.core.traced import Traced, value
 from tapegrad.numpy.elementwise import heaviside
 from tapegrad.numpy.indexing import Index, index_add
 from tapegrad.numpy.reductions import amax, amin
-from tapegrad.primitive import nondifferentiable
-from tapegrad.tracer import Traced, value
 
 # --- no gradient: these read traced values by value -----------------------------------------
 # Audit (issue 14; SPEC section 1: gradients are never dropped silently). What each
@@ -56,7 +56,7 @@ def _refuse(name: str, what: str) -> TypeError:
 
 def bincount(x: Any, weights: Any = None, minlength: int = 0) -> Any:
     """``np.bincount``: differentiable in ``weights`` (the sums are linear in them)."""
-    if type(weights) is not Traced or weights._tape.abstract:  # (a vmap or jit level: no gradient here)
+    if type(weights) is not Traced or weights._level.abstract:  # (a vmap or jit level: no gradient here)
         return _no_grad["bincount"](x, weights, minlength)
     i = np.asarray(value(x))
     if type(value(weights)) is Traced or i.ndim != 1:
@@ -69,7 +69,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
            return_counts: bool = False, axis: Any = None, **kwargs: Any) -> Any:
     """``np.unique``: the values are a gather from ``ar`` (at the first index of each)."""
     flags = (return_index, return_inverse, return_counts)
-    if type(ar) is not Traced or ar._tape.abstract:
+    if type(ar) is not Traced or ar._level.abstract:
         return _no_grad["unique"](ar, *flags, axis, **kwargs)
     if axis is not None or type(value(ar)) is Traced:
         raise _refuse("unique", "with axis=, or of a value batched or traced by vmap or jit,")
@@ -82,7 +82,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
 def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None) -> Any:  # noqa: A002
     """``np.histogram``: the counts have no gradient; the edges (from ``a``'s
     minimum and maximum) are linear in them, and densities divide by their widths."""
-    if all(type(v) is not Traced or v._tape.abstract for v in (a, weights)):
+    if all(type(v) is not Traced or v._level.abstract for v in (a, weights)):
         return _no_grad["histogram"](a, bins, range, density, weights)
     given = hasattr(bins, "__len__") and not isinstance(bins, str)  # edges given: they get no gradient
     if type(weights) is Traced or (range is not None and not given) or (type(value(a)) is Traced):

@@ -18,11 +18,7 @@ import numpy as np
 
 from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, elementwise_rule, move_to_front
-from tapegrad.numpy._define import nbatch
-from tapegrad.numpy.elementwise import add
-from tapegrad.numpy.reductions import sum
-from tapegrad.numpy.shapes import expand_dims, reshape_c, swap_last, swapaxes, transpose
-from tapegrad.primitive import (
+from tapegrad.core.primitive import (
     REGISTRY,
     defjvp,
     defjvp_argnum,
@@ -31,7 +27,11 @@ from tapegrad.primitive import (
     mark_batched,
     primitive,
 )
-from tapegrad.tracer import value
+from tapegrad.core.traced import value
+from tapegrad.numpy._define import nbatch
+from tapegrad.numpy.elementwise import add
+from tapegrad.numpy.reductions import sum
+from tapegrad.numpy.shapes import expand_dims, reshape_c, swap_last, swapaxes, transpose
 
 Args = Sequence[Any]
 Rule = Callable[[Any], Any]

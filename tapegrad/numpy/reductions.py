@@ -19,7 +19,9 @@ import numpy as np
 from tapegrad.axes import normalize_axes, normalize_axis
 from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, elementwise_rule, shift_axes, shift_axis
-from tapegrad.engine_ops import broadcast_to
+from tapegrad.core.engine_ops import broadcast_to
+from tapegrad.core.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive
+from tapegrad.core.traced import Traced, value
 from tapegrad.numpy._define import bound, nbatch, neg_axes
 from tapegrad.numpy.elementwise import exp, multiply
 from tapegrad.numpy.shapes import (
@@ -30,8 +32,6 @@ from tapegrad.numpy.shapes import (
     reshape_c,
     transpose,
 )
-from tapegrad.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive
-from tapegrad.tracer import Traced, value
 
 Args = Sequence[Any]
 Rule = Callable[[Any], Any]

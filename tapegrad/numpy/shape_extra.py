@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.core.primitive import nondifferentiable
+from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import normalize_axis
-from tapegrad.primitive import nondifferentiable
-from tapegrad.tracer import Traced, value
 
 
 def _traced(*xs: Any) -> bool:

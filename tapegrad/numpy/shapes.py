@@ -8,7 +8,7 @@ leading batch axes, so axes are counted from the end where they can be.
 Batching rules shift each example's axes by one (the batch is axis 0).
 
 Also here: the batching and forward rules of the engine's own
-``broadcast_to`` and ``sum_to`` (``tapegrad.primitive``), and the few shape
+``broadcast_to`` and ``sum_to`` (``tapegrad.core.primitive``), and the few shape
 functions the rules of every family use on arrays (``moveaxis``,
 ``swapaxes``, ``expand_dims``, ``transpose_batched``, ``swap_last``).
 """
@@ -23,10 +23,8 @@ import numpy as np
 from tapegrad.axes import normalize_axes, normalize_axis
 from tapegrad.backend import array_module
 from tapegrad.batching import BatchRule, defbatch, move_to_front, shift_axes, shift_axis
-from tapegrad.engine_ops import broadcast_to, sum_to
-from tapegrad.numpy._define import batch_all, bound, nbatch, neg_axes
-from tapegrad.numpy.indexing import Index, index_add
-from tapegrad.primitive import (
+from tapegrad.core.engine_ops import broadcast_to, sum_to
+from tapegrad.core.primitive import (
     REGISTRY,
     defjvp,
     defjvp_argnum,
@@ -35,6 +33,8 @@ from tapegrad.primitive import (
     mark_batched,
     primitive,
 )
+from tapegrad.numpy._define import batch_all, bound, nbatch, neg_axes
+from tapegrad.numpy.indexing import Index, index_add
 
 Args = Sequence[Any]
 Rule = Callable[[Any], Any]
@@ -108,7 +108,7 @@ defjvp(transpose, _jvp_transpose)
 defbatch(transpose, _transpose_rule)
 
 
-# --- broadcast_to and sum_to (the engine's primitives: their VJPs are in tapegrad.primitive) ---
+# --- broadcast_to and sum_to (the engine's primitives: their VJPs are in tapegrad.core.primitive) ---
 def _jvp_broadcast_to(ans: Any, x: Any, shape: Any) -> Rule:
     lead = len(shape) - x.ndim
     def jvp(t: Any) -> Any:

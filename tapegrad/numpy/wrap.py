@@ -12,7 +12,7 @@ under one name for code that looks primitives up in one place
 from __future__ import annotations
 
 from tapegrad.axes import normalize_axes, normalize_axis
-from tapegrad.engine_ops import broadcast_to, sum_to
+from tapegrad.core.engine_ops import broadcast_to, sum_to
 from tapegrad.numpy.elementwise import (
     _astype,
     absolute,

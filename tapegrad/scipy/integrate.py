@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.core.primitive import defvjp_argnum, primitive
+from tapegrad.core.traced import Traced
 from tapegrad.flatten import ravel_pytree
-from tapegrad.primitive import defvjp_argnum, primitive
 from tapegrad.scipy._lazy import scipy_module
-from tapegrad.tracer import Traced
 
 __all__ = ["odeint"]
 

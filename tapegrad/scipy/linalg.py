@@ -43,12 +43,12 @@ from typing import Any
 import numpy as np
 
 from tapegrad.batching import defbatch, elementwise_rule
+from tapegrad.core.primitive import REGISTRY, defvjp, mark_batched, primitive
+from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import linalg as tla
 from tapegrad.numpy import wrap as w
-from tapegrad.primitive import REGISTRY, defvjp, mark_batched, primitive
 from tapegrad.scipy._lazy import scipy_module
-from tapegrad.tracer import Traced, value
 
 __all__ = ["cholesky", "solve_sylvester", "solve_triangular", "sqrtm"]
 

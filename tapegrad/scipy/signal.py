@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from tapegrad.batching import defbatch
+from tapegrad.core.primitive import defvjp, primitive
+from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import wrap as w
-from tapegrad.primitive import defvjp, primitive
 from tapegrad.scipy._lazy import scipy_module
-from tapegrad.tracer import Traced, value
 
 __all__ = ["convolve"]
 

@@ -49,11 +49,18 @@ import numpy as np
 
 from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, elementwise_rule, shift_axes
+from tapegrad.core.primitive import (
+    REGISTRY,
+    defjvp,
+    defvjp,
+    mark_batched,
+    nondifferentiable,
+    primitive,
+)
+from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.derived import logsumexp, stack, where
-from tapegrad.primitive import REGISTRY, defjvp, defvjp, mark_batched, nondifferentiable, primitive
 from tapegrad.scipy._lazy import scipy_module
-from tapegrad.tracer import Traced, value
 
 __all__ = ["beta", "betainc", "betaln", "digamma", "erf", "erfc", "erfcinv", "erfinv", "expit", "gamma",
            "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i1", "iv", "ive", "j0", "j1", "jn", "logit",

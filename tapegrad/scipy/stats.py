@@ -37,7 +37,8 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad.batching import defbatch, elementwise_rule
-from tapegrad.primitive import REGISTRY, defvjp, mark_batched, primitive
+from tapegrad.core.primitive import REGISTRY, defvjp, mark_batched, primitive
+from tapegrad.core.traced import value
 from tapegrad.scipy._lazy import scipy_module
 from tapegrad.scipy.special import (  # (their rules: the density in x)
     betainc,
@@ -45,7 +46,6 @@ from tapegrad.scipy.special import (  # (their rules: the density in x)
     gammaincc,
     gammaln,
 )
-from tapegrad.tracer import value
 
 __all__ = ["beta", "chi2", "dirichlet", "gamma", "multivariate_normal", "norm", "poisson", "t"]
 

@@ -15,6 +15,7 @@ from numpy import generic as _generic
 from numpy import ndarray
 
 import tapegrad.numpy as tnp
+from tapegrad.core.traced import value
 from tapegrad.torch._batched import _const
 from tapegrad.torch._graph import (
     SCALAR_TYPE,
@@ -36,7 +37,6 @@ from tapegrad.torch._tensor import (
     _v,
 )
 from tapegrad.torch._tensor import OpsBase as _Base
-from tapegrad.tracer import value
 
 
 def _check_bool_sub(x: Tensor, other: Any) -> None:

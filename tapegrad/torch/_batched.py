@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from tapegrad.batching import BatchTrace
+from tapegrad.core.traced import Traced, value
 from tapegrad.torch._tensor import Tensor, _new
-from tapegrad.tracer import Traced, value
 
 
 def _const(r: Any, dtype: Any = None) -> Tensor:
@@ -32,15 +32,15 @@ def batched_repr(v: Traced) -> str:
     inner = value(v._array)
     text = batched_repr(inner) if type(inner) is Traced else repr(_new(inner))
     body = "\n".join("    " + line for line in text.split("\n"))
-    return f"BatchedTensor(lvl={v._tape.level}, bdim=0, value=\n{body}\n)"
+    return f"BatchedTensor(lvl={v._level.level}, bdim=0, value=\n{body}\n)"
 
 
 def check_inplace(v: Any, new: Any) -> None:
     """An in-place op inside ``vmap`` cannot write per-example values into a
     tensor that is the same for every example (PyTorch's error): ``new``, the
     op's result, is batched on a level that ``v``, the tensor's value, is not."""
-    tape = new._tape
-    if type(tape) is BatchTrace and not (type(v) is Traced and v._tape is tape):
+    tape = new._level
+    if type(tape) is BatchTrace and not (type(v) is Traced and v._level is tape):
         raise RuntimeError(INPLACE_UNBATCHED)
 
 

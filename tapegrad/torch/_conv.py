@@ -38,8 +38,8 @@ import numpy as np
 import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.backend import array_module
-from tapegrad.primitive import REGISTRY, mark_batched
-from tapegrad.tracer import value
+from tapegrad.core.primitive import REGISTRY, mark_batched
+from tapegrad.core.traced import value
 
 __all__ = ["conv", "conv_t", "conv_w", "pool_argmax", "pool_max", "pool_max_t", "pool_take"]
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad.core.traced import Traced, value
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _format
 from tapegrad.torch import _prims as P
@@ -28,7 +29,6 @@ from tapegrad.torch._graph import version_of
 from tapegrad.torch._promote import _cast, _contiguous, _shape_arg
 from tapegrad.torch._tensor import OpsBase as _Base
 from tapegrad.torch._tensor import Tensor, _new, _rebuild, _result, _v
-from tapegrad.tracer import Traced, value
 
 
 class ConvertOps(_Base):

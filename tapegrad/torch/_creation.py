@@ -13,12 +13,12 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad.backend import import_cupy
+from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import primitives as tp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._graph import GT, SCALAR_TYPE, bump
 from tapegrad.torch._promote import _promote, _shape_arg
 from tapegrad.torch._tensor import Tensor, _new, _result, _v
-from tapegrad.tracer import Traced, value
 
 REQUIRES_FLOAT = "Only Tensors of floating point and complex dtype can require gradients"
 
@@ -603,4 +603,4 @@ def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
 
 def _is_traced(t: Tensor) -> bool:
     v = t._value
-    return type(v) is Traced and v._tape is GT
+    return type(v) is Traced and v._level is GT

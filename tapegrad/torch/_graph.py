@@ -1,12 +1,12 @@
 """The facade's graph: grad mode, ``grad_fn`` nodes and the backward walk.
 
-There is one facade tape, ``GT`` (a ``tapegrad.graph_tape.GraphTape``): it
+There is one facade tape, ``GT`` (a ``tapegrad.core.graph_tape.GraphTape``): it
 records while grad mode is on (its per-thread switch), and its graph is owned
 by the values that reach it. ``grad_fn`` objects are views over its nodes:
 one per facade op, named as PyTorch names them, with ``next_functions``
 pointing at the ``grad_fn`` of each input (or the input's
 ``AccumulateGrad`` when it is a leaf). ``backward`` is the tape's reverse
-walk (``tapegrad.tape.backprop``) seeded at the root.
+walk (``tapegrad.core.tape.backprop``) seeded at the root.
 """
 
 from __future__ import annotations
@@ -21,14 +21,15 @@ from typing import Any
 import numpy as np
 from numpy import ndarray
 
-from tapegrad.graph_tape import (
+from tapegrad.core.graph_tape import (
     FRESH_REFS,
     GraphTape,
     connect_residuals,
     disconnect_residuals,
     reachable,
 )
-from tapegrad.tape import Entry, FreedGraphError, backprop, gc_paused, next_index, parents_of
+from tapegrad.core.tape import Entry, FreedGraphError, backprop, gc_paused, next_index, parents_of
+from tapegrad.core.traced import Traced, value
 from tapegrad.torch._storage import (  # noqa: F401  (bump, counter_of, version_of: the facade's API here too)
     VersionCounter,
     _counter_held,
@@ -38,7 +39,6 @@ from tapegrad.torch._storage import (  # noqa: F401  (bump, counter_of, version_
     counter_of,
     version_of,
 )
-from tapegrad.tracer import Traced, value
 
 
 class FacadeEntry(Entry):
@@ -131,7 +131,7 @@ class FacadeTape(GraphTape):
             node.parents = p = args[i]._node
             out = _new_obj(Traced)
             out._value = ans
-            out._tape = self
+            out._level = self
             if vjps is None:
                 maker = prim.vjps.get(i) or prim.vjp_maker(i)
                 # (with the arguments spelled out: a call with *args costs 55 ns more)
@@ -540,7 +540,7 @@ OUTPUT = object()  # in an entry's ``saved`` list: the entry's own output
 def saved_key(v: Any) -> Any:
     """How an entry's ``saved`` list names value ``v`` without keeping it alive:
     its tape node when it is recorded on the facade tape, else ``v``."""
-    return v._node if type(v) is Traced and v._tape is GT else v
+    return v._node if type(v) is Traced and v._level is GT else v
 
 
 # PyTorch's C++ names of the scalar types, as its error messages spell them
@@ -617,7 +617,7 @@ _walk: list[Callable[..., dict[int, Any]]] = [backprop]
 
 
 def use_walk(walk: Callable[..., dict[int, Any]] | None) -> None:
-    """Have backward walk the graph with ``walk`` (``tapegrad.tape.backprop``'s
+    """Have backward walk the graph with ``walk`` (``tapegrad.core.tape.backprop``'s
     signature; anomaly mode's checked walk); None: the tape's own."""
     _walk[0] = walk or backprop
 
@@ -678,4 +678,4 @@ def _capturer(store: dict[int, Any], i: int) -> Callable[[Any], Any]:
 
 
 def is_traced_on_gt(v: Any) -> bool:
-    return type(v) is Traced and v._tape is GT
+    return type(v) is Traced and v._level is GT

@@ -13,6 +13,7 @@ import numpy as np
 from numpy import ndarray
 
 import tapegrad.numpy as tnp
+from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import primitives as tp
 from tapegrad.torch._graph import (
     SCALAR_TYPE,
@@ -22,7 +23,6 @@ from tapegrad.torch._inplace import _DONE
 from tapegrad.torch._promote import _INT_INDEX, _broadcast_shape, _cast, _check_bounds, _dim
 from tapegrad.torch._tensor import OpsBase as _Base
 from tapegrad.torch._tensor import Tensor, _new, _result, _v, _viewed
-from tapegrad.tracer import Traced, value
 
 
 def _index_arg(index: Any, dtypes: tuple[str, ...], exc: type[Exception], msg: str) -> Any:

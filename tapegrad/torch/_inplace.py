@@ -18,6 +18,7 @@ from numpy import generic as _generic
 from numpy import ndarray
 
 import tapegrad.numpy as tnp
+from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import primitives as tp
 from tapegrad.torch._arith import _check_bool_sub
 from tapegrad.torch._batched import check_inplace
@@ -41,7 +42,6 @@ from tapegrad.torch._tensor import (
     _v,
 )
 from tapegrad.torch._tensor import OpsBase as _Base
-from tapegrad.tracer import Traced, value
 
 
 def _read_view(b: Any, kind: str, arg: Any) -> Any:
@@ -124,7 +124,7 @@ class InplaceOps(_Base):
         ``saves_output``: PyTorch's backward of the op reads its result (``exp_``,
         ``tanh_``...), so a later in-place change of the tensor is an error."""
         v = self._value
-        if type(v) is Traced and v._tape is GT and GT.active and self._grad_fn is None and v._node.prim is None:
+        if type(v) is Traced and v._level is GT and GT.active and self._grad_fn is None and v._node.prim is None:
             raise RuntimeError(LEAF_INPLACE)
         view = self._base_view
         if view is not None:
@@ -142,7 +142,7 @@ class InplaceOps(_Base):
             if new.shape != v.shape:
                 raise RuntimeError(
                     f"output with shape {list(v.shape)} doesn't match the broadcast shape {list(new.shape)}")
-            if new._tape is GT:
+            if new._level is GT:
                 # its own input is not the tensor any more (PyTorch saves a copy of
                 # it); its output is checked where the node's declaration says
                 # PyTorch's backward reads it (``_graph.SAVES``)
@@ -184,7 +184,7 @@ class InplaceOps(_Base):
         while base._base_view is not None and base._base_view[1] != "alias":
             base = base._base_view[0]
         b = base._value
-        if type(b) is Traced and b._tape is GT and GT.active and base._grad_fn is None and b._node.prim is None:
+        if type(b) is Traced and b._level is GT and GT.active and base._grad_fn is None and b._node.prim is None:
             raise RuntimeError(VIEW_LEAF_INPLACE)
 
     def _refresh_views(self, skip: Any = None) -> None:
@@ -207,7 +207,7 @@ class InplaceOps(_Base):
                 old = v._value._node if type(v._value) is Traced else None
                 v._value = r
                 v._nr = 0
-                if type(r) is Traced and r._tape is GT:  # (the shared counter's bump comes after)
+                if type(r) is Traced and r._level is GT:  # (the shared counter's bump comes after)
                     vc = v._vc
                     v._grad_fn = _node("AsStridedBackward0", (self,), r._node, r, vc, vc.value + 1, claim=True)
                     if type(r._node) is FacadeEntry:
@@ -240,7 +240,7 @@ class InplaceOps(_Base):
         new = self._value
         for f in mine:
             fns.remove(f)
-            if type(new) is Traced and new._tape is GT and new._node.prim is not None:
+            if type(new) is Traced and new._level is GT and new._node.prim is not None:
                 tensor_hooks.setdefault(new._node, []).append(f)
 
     def _refresh_data(self, skip: Any = None) -> None:
@@ -415,12 +415,12 @@ class InplaceOps(_Base):
     def _reshaped_(self, r: Tensor, name: str) -> Tensor:
         """This tensor becomes ``r``, an out-of-place shape change of it, as node ``name``."""
         v = self._value
-        if type(v) is Traced and v._tape is GT and GT.active and self._grad_fn is None and v._node.prim is None:
+        if type(v) is Traced and v._level is GT and GT.active and self._grad_fn is None and v._node.prim is None:
             raise RuntimeError(LEAF_INPLACE)
         rv = r._value
         fn = None
         vc = counter_of(self)
-        if type(rv) is Traced and rv._tape is GT and r._grad_fn is not None:  # (edges to the tensor as it was)
+        if type(rv) is Traced and rv._level is GT and r._grad_fn is not None:  # (edges to the tensor as it was)
             fn = _node(name, (self,), rv._node, rv, vc, vc.value + 1, claim=True)
         self._value = rv
         if fn is not None:

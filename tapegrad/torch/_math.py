@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import primitives as tp
 from tapegrad.scipy import special as tsp
 from tapegrad.torch import _dtype as D
@@ -26,7 +27,6 @@ from tapegrad.torch._graph import (
 from tapegrad.torch._promote import _cast, _default_float, _dims, _scalar_operand
 from tapegrad.torch._tensor import _LOGSUMEXP, Tensor, _new, _rec1, _result, _v
 from tapegrad.torch._tensor import OpsBase as _Base
-from tapegrad.tracer import Traced, value
 
 
 class MathOps(_Base):

@@ -32,7 +32,7 @@ import numpy as np
 import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.backend import array_module
-from tapegrad.primitive import REGISTRY, defvjp, mark_batched
+from tapegrad.core.primitive import REGISTRY, defvjp, mark_batched
 from tapegrad.torch._conv import _bcast, _fold, _unfold
 
 __all__ = ["batch_norm", "moments", "reuse_last"]

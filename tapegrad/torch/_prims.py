@@ -45,10 +45,10 @@ import numpy as np
 import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.backend import array_module, device_of, import_cupy
+from tapegrad.core.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive
+from tapegrad.core.traced import value
 from tapegrad.numpy import primitives as tp
-from tapegrad.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive
 from tapegrad.scipy.special import expit
-from tapegrad.tracer import value
 
 __all__ = ["bce", "bce_logits", "elu", "norm_sqrt", "relu", "stepped", "to_device"]
 

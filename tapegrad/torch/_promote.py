@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad.core.traced import Traced
 from tapegrad.torch import _dtype as D
-from tapegrad.tracer import Traced
 
 ndarray = np.ndarray
 _generic = np.generic

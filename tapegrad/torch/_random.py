@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad.core.traced import value
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._creation import Generator, _finish, _normal, _rng, tensor
 from tapegrad.torch._prims import stepped
 from tapegrad.torch._tensor import OpsBase as _Base
 from tapegrad.torch._tensor import Tensor, _new, _result
-from tapegrad.tracer import value
 
 __all__ = ["normal", "poisson"]
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad.core.traced import value
 from tapegrad.numpy import primitives as tp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _prims as P
@@ -23,7 +24,6 @@ from tapegrad.torch._graph import (
 from tapegrad.torch._promote import _cast, _dim, _dims
 from tapegrad.torch._tensor import _MEAN, _SUM, Tensor, _multi, _new, _rec1, _result, _viewed
 from tapegrad.torch._tensor import OpsBase as _Base
-from tapegrad.tracer import value
 
 
 class _ReturnTypes(tuple):

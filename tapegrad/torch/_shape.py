@@ -16,6 +16,7 @@ import numpy as np
 from numpy import ndarray
 
 import tapegrad.numpy as tnp
+from tapegrad.core.traced import Traced, value
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._arith import _operands
 from tapegrad.torch._graph import (
@@ -24,7 +25,6 @@ from tapegrad.torch._graph import (
 from tapegrad.torch._promote import _contiguous, _dim, _shape_arg
 from tapegrad.torch._tensor import OpsBase as _Base
 from tapegrad.torch._tensor import Tensor, _multi, _new, _result, _viewed
-from tapegrad.tracer import Traced, value
 
 _VIEW_ERROR = (
     "view size is not compatible with input tensor's size and stride (at least one dimension "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from tapegrad.tape import next_index
+from tapegrad.core.tape import next_index
 
 if TYPE_CHECKING:
     from tapegrad.torch._tensor import Tensor

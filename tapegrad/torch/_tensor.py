@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad.core.primitive import keep_scalar_rule
+from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import primitives as tp
-from tapegrad.primitive import keep_scalar_rule
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._graph import (
     GT,
@@ -45,7 +46,6 @@ from tapegrad.torch._graph import (
 from tapegrad.torch._graph import record as _record
 from tapegrad.torch._promote import _shape_arg
 from tapegrad.torch._storage import _viewed
-from tapegrad.tracer import Traced, value
 
 ndarray = np.ndarray
 _generic = np.generic
@@ -85,7 +85,7 @@ def _edge(x: Any) -> tuple[Any, int]:
     if fn is not None:
         return (fn, x._nr)
     v = x._value
-    if type(v) is Traced and v._tape is GT:
+    if type(v) is Traced and v._level is GT:
         n = v._node
         if n.prim is None:
             t = leaf_tensor(n.index)
@@ -140,7 +140,7 @@ def _result(r: Any, name: str, ins: Sequence[Any]) -> Tensor:
     it a ``grad_fn`` named ``name`` whose inputs are ``ins``."""
     tr = type(r)
     if tr is Traced:
-        if r._tape is GT:
+        if r._level is GT:
             pv = r._value
             if isinstance(pv, _generic):
                 r._value = np.asarray(pv)
@@ -180,7 +180,7 @@ def _rec1(prim: Any, v: Any, name: str, x: Tensor, kwargs: dict[str, Any] | None
     general path. (The unary methods and the tensor-float operators unroll
     it: see ``_unary_method`` and ``_operator``.)
     """
-    if type(v) is not Traced or v._tape is not GT:
+    if type(v) is not Traced or v._level is not GT:
         return None
     a = v._value
     if type(a) is Traced or not GT.active:
@@ -207,7 +207,7 @@ def _rec2(prim: Any, a: Any, b: Any, name: str, ins: Sequence[Any]) -> Tensor | 
     ta = type(a) is Traced
     tb = type(b) is Traced
     if ta:
-        if a._tape is not GT:
+        if a._level is not GT:
             return None
         x = a._value
         if type(x) is Traced:
@@ -215,7 +215,7 @@ def _rec2(prim: Any, a: Any, b: Any, name: str, ins: Sequence[Any]) -> Tensor | 
     else:
         x = a
     if tb:
-        if b._tape is not GT:
+        if b._level is not GT:
             return None
         y = b._value
         if type(y) is Traced:
@@ -263,7 +263,7 @@ def _rec(prim: Any, vals: Sequence[Any], name: str, ins: Sequence[Any], pos: Seq
     for v in vals:
         if type(v) is Traced:
             a = v._value
-            if v._tape is not GT or type(a) is Traced:
+            if v._level is not GT or type(a) is Traced:
                 return None
             nums.append(len(raw))
             raw.append(a)
@@ -312,7 +312,7 @@ def _operator(prim: Any, name: str, div: builtins.bool = False) -> Callable[[Ten
     def op(self: Tensor, other: Any) -> Tensor:
         if type(other) is builtins.float:
             v = self._value
-            if type(v) is Traced and v._tape is GT and type(v._value) is not Traced and GT.active:
+            if type(v) is Traced and v._level is GT and type(v._value) is not Traced and GT.active:
                 a = v._value
                 maker = prim.vjps.get(0)
                 c = rules.get(other)  # (the same scalar and maker: see keep_scalar_rule)
@@ -346,7 +346,7 @@ def _unary_method(fn: Any, name: str) -> Callable[[Tensor], Tensor]:
     def op(self: Tensor) -> Tensor:
         v = self._value
         # _rec1's common case unrolled into the method: one frame less per op (-0.08 us, measured)
-        if type(v) is Traced and v._tape is GT and type(v._value) is not Traced and GT.active:
+        if type(v) is Traced and v._level is GT and type(v._value) is not Traced and GT.active:
             a = v._value
             vc = self._vc
             ver = 0 if vc is None else vc.value
@@ -381,7 +381,7 @@ def _renamed(t: Tensor, name: str, ins: Sequence[Any]) -> Tensor:
     """``t``, the result of a composite of facade ops, as one PyTorch node
     ``name`` with edges to ``ins`` (tensors; anything else lists as None)."""
     r = t._value
-    if type(r) is not Traced or r._tape is not GT:
+    if type(r) is not Traced or r._level is not GT:
         return t
     out = _new(r)
     out._grad_fn = _node(name, tuple(x if isinstance(x, Tensor) else None for x in ins), r._node, r, out._vc,
@@ -493,7 +493,7 @@ class Tensor(metaclass=D.PyTorchNamed):
 
     @classmethod
     def __tapegrad_box__(cls, v: Any, like: Any) -> Tensor:
-        if type(v) is Traced and v._tape is GT:
+        if type(v) is Traced and v._level is GT:
             if v._node.prim is None:
                 t = leaf_tensor(v._node.index)
                 if t is not None:
@@ -516,7 +516,7 @@ class Tensor(metaclass=D.PyTorchNamed):
     @property
     def requires_grad(self) -> bool:
         v = self._value
-        return type(v) is Traced and v._tape is GT
+        return type(v) is Traced and v._level is GT
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
@@ -527,14 +527,14 @@ class Tensor(metaclass=D.PyTorchNamed):
         if self._grad_fn is not None:
             return False
         v = self._value
-        return not (type(v) is Traced and v._tape is GT and v._node.prim is not None)
+        return not (type(v) is Traced and v._level is GT and v._node.prim is not None)
 
     @property
     def grad_fn(self) -> Any:
         fn = self._grad_fn
         if fn is None:
             v = self._value
-            if type(v) is Traced and v._tape is GT and v._node.prim is not None:
+            if type(v) is Traced and v._level is GT and v._node.prim is not None:
                 fn = view_of(v._node)
         return fn
 
@@ -622,7 +622,7 @@ class Tensor(metaclass=D.PyTorchNamed):
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set ``requires_grad`` in place (leaves only); returns ``self``."""
         v = self._value
-        on = type(v) is Traced and v._tape is GT
+        on = type(v) is Traced and v._level is GT
         if requires_grad and not on:
             if type(v) is Traced:
                 v = value(v)

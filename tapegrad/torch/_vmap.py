@@ -24,11 +24,11 @@ from typing import Any
 import numpy as np
 
 import tapegrad as tg
+from tapegrad.core.traced import Traced
 from tapegrad.torch import _creation
 from tapegrad.torch._dtype import Size
 from tapegrad.torch._graph import GT
 from tapegrad.torch._tensor import Tensor, _new, _result
-from tapegrad.tracer import Traced
 
 __all__ = ["vmap"]
 
@@ -36,7 +36,7 @@ __all__ = ["vmap"]
 def _tensor_of(v: Any) -> Tensor:
     """A tensor of value ``v``; one recorded on the facade tape by tapegrad's
     primitives (not by a facade op) gets the ``grad_fn`` its tape entry names."""
-    if type(v) is Traced and v._tape is GT:
+    if type(v) is Traced and v._level is GT:
         if isinstance(v._value, np.generic):
             v._value = np.asarray(v._value)
         return _new(v)
@@ -344,7 +344,7 @@ def _vmap_call(func: Any, out_dims: Any, randomness: str, leaves: list[Any], bui
     got: dict[str, Any] = {}
 
     def flat_f(*xs: Any) -> tuple[Any, ...]:
-        trace = xs[0]._tape  # the batch level tapegrad.vmap pushed
+        trace = xs[0]._level  # the batch level tapegrad.vmap pushed
         full = list(leaves)
         for i, x in zip(mapped, xs):
             full[i] = _tensor_of(x)
@@ -359,7 +359,7 @@ def _vmap_call(func: Any, out_dims: Any, randomness: str, leaves: list[Any], bui
         kept = []
         for o, od in zip(outs, odims):
             if od is None:
-                if isinstance(o, Tensor) and type(o._value) is Traced and o._value._tape is trace:
+                if isinstance(o, Tensor) and type(o._value) is Traced and o._value._level is trace:
                     raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor when "
                                      "out_dim is None")
             elif not isinstance(o, Tensor):

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.core.tape import Tape, backprop, conversion_hint, gc_paused, zeros_for
+from tapegrad.core.traced import Traced
 from tapegrad.pytree import ARRAY_LEAF_TYPES, tree_flatten, tree_unflatten
-from tapegrad.tape import Tape, backprop, conversion_hint, gc_paused, zeros_for
-from tapegrad.tracer import Traced
 
 # Arrays, scalars and traced values: pytree leaves and no array wrappers, so
 # unwrap and rewrap pass them through without looking up the wrapper hooks,
@@ -145,9 +145,9 @@ class Traced_call:
     def here(self, x: Any) -> Any:
         """``x`` as seen from outside this tape (one level unboxed)."""
         if type(x) is Traced:
-            if x._tape is self.tape:
+            if x._level is self.tape:
                 return x._value
-            while type(x) is Traced and not x._tape.active and not x._tape.abstract:
+            while type(x) is Traced and not x._level.active and not x._level.abstract:
                 x = x._value
         return x
 
@@ -164,7 +164,7 @@ class Traced_call:
         return tree_unflatten(tdef, [rewrap(w, self.here(x)) for w, x in zip(wrapped, leaves)])
 
     def node_of(self, x: Any) -> Any:
-        return x._node if type(x) is Traced and x._tape is self.tape else None
+        return x._node if type(x) is Traced and x._level is self.tape else None
 
     def backward(self, seeds: dict[int, Any], retain: bool, batch: tuple[int, ...] = ()) -> list[Any]:
         """Cotangents for every argnum, each in its argument's structure."""

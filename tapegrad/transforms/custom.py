@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 
 from tapegrad.batching import BatchTrace
-from tapegrad.primitive import Primitive, top_tape
+from tapegrad.core.primitive import Primitive, top_tape
+from tapegrad.core.tape import Tape
+from tapegrad.core.traced import Traced, value
 from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
-from tapegrad.tape import Tape
-from tapegrad.tracer import Traced, value
 from tapegrad.transforms._util import fun_name
 from tapegrad.transforms.forward import ForwardTape
 from tapegrad.transforms.vmap import batched_call, broadcast_batch, vmap
@@ -41,9 +41,9 @@ def _flat_args(args: tuple[Any, ...]) -> tuple[list[Any], Any]:
 def _unbox(tape: Any, xs: list[Any]) -> list[Any]:
     out = []
     for x in xs:
-        while type(x) is Traced and not x._tape.active and not x._tape.abstract:
+        while type(x) is Traced and not x._level.active and not x._level.abstract:
             x = x._value
-        out.append(x._value if type(x) is Traced and x._tape is tape else x)
+        out.append(x._value if type(x) is Traced and x._level is tape else x)
     return out
 
 
@@ -99,7 +99,7 @@ def _apply_rule(name: str, fun: Callable[..., Any], args: tuple[Any, ...],
     raw = _unbox(tape, flat)
     out, res = forward(raw)
     for x in tree_flatten(out)[0]:
-        if type(x) is Traced and x._tape is tape:
+        if type(x) is Traced and x._level is tape:
             raise TypeError(
                 f"{name}: the function used a traced value that is not among its arguments "
                 "(a closure over a value being differentiated, or a value stored by a side "
@@ -108,7 +108,7 @@ def _apply_rule(name: str, fun: Callable[..., Any], args: tuple[Any, ...],
     packing = _Packing(out)
     ans = packing.pack()
     bwd = make_vjp(res, raw, packing)
-    argnums = [i for i, x in enumerate(flat) if type(x) is Traced and x._tape is tape]
+    argnums = [i for i, x in enumerate(flat) if type(x) is Traced and x._level is tape]
     # The engine asks for one argument's cotangent at a time, with the same g:
     # run the rule once per g, and hand each result out once (then drop it).
     pending: dict[int, Any] = {}
@@ -266,7 +266,7 @@ def _under_vmap(trace: Any, flat: list[Any], tdef: Any) -> tuple[tuple[Any, ...]
     one level down: ``(args, in_axes, mapped)``, the batched ones as their
     arrays (batch on axis 0), ``in_axes`` 0 for those and None for the
     others, and, per argument, which of its leaves are batched."""
-    raw = [x._array if type(x) is Traced and x._tape is trace else x for x in flat]
+    raw = [x._array if type(x) is Traced and x._level is trace else x for x in flat]
     flags = [r is not x for x, r in zip(flat, raw)]
     args = tuple(tree_unflatten(tdef, raw))
     mapped = [tree_flatten(a)[0] for a in tree_unflatten(tdef, flags)]
@@ -363,7 +363,7 @@ class custom_jvp:
         assert rule is not None
         raw = _unbox(tape, flat)
         tans: list[Any] = [
-            x._tangent if type(x) is Traced and x._tape is tape
+            x._tangent if type(x) is Traced and x._level is tape
             else np.zeros(tape.batch + np.shape(value(r)), np.result_type(value(r)))
             for x, r in zip(flat, raw)
         ]
@@ -465,7 +465,7 @@ def _traced_cells(fun: Any, seen: set[int] | None = None) -> list[Any]:
             found += _traced_cells(v, seen)
         elif type(v) is Traced or isinstance(v, (tuple, list, dict)):
             leaves = tree_flatten(v)[0]
-            if any(type(x) is Traced and (x._tape.active or x._tape.abstract and x._tape.entered)
+            if any(type(x) is Traced and (x._level.active or x._level.abstract and x._level.entered)
                    for x in leaves) and all(
                     type(x) is Traced or isinstance(x, (np.ndarray, float, complex)) for x in leaves):
                 found.append(cell)

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from tapegrad.backend import array_module
-from tapegrad.engine_ops import broadcast_to, cast_to, map_batch, sum_to
+from tapegrad.core.engine_ops import broadcast_to, cast_to, map_batch, sum_to
+from tapegrad.core.tape import Tape
+from tapegrad.core.traced import Traced, value
 from tapegrad.pytree import tree_flatten, tree_unflatten
-from tapegrad.tape import Tape
-from tapegrad.tracer import Traced, value
 from tapegrad.transforms._util import (
     PLAIN,
     Argnums,
@@ -111,7 +111,7 @@ def _transposed(prim: Any, i: int, ans: Any, raw: Any, kwargs: Any) -> Callable[
                 c = sum_to(c, xshape, nb)
             if c.dtype != xdtype:
                 c = cast_to(c, xdtype)
-        if type(c) is not Traced or c._tape is not lin:  # the rule ignores g: a zero map
+        if type(c) is not Traced or c._level is not lin:  # the rule ignores g: a zero map
             return array_module(aval).zeros(batch + aval.shape, dtype=aval.dtype)
         return lin.gradient(c, g, output_gradients=t)
 
@@ -186,9 +186,9 @@ def _trace_forward(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
 
 
 def _primal_and_tangent(ftape: ForwardTape, x: Any, like: Any) -> tuple[Any, Any]:
-    if type(x) is Traced and x._tape is ftape:
+    if type(x) is Traced and x._level is ftape:
         return rewrap(like, x._value), rewrap(like, finish(x._tangent, x._value))
-    while type(x) is Traced and not x._tape.active and not x._tape.abstract:
+    while type(x) is Traced and not x._level.active and not x._level.abstract:
         x = x._value
     v = value(x)
     zeros = array_module(v).zeros(ftape.batch + np.shape(v), dtype=np.result_type(v))

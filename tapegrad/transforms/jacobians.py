@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.core.tape import add_seed
+from tapegrad.core.traced import value
 from tapegrad.pytree import tree_flatten, tree_unflatten
-from tapegrad.tape import add_seed
-from tapegrad.tracer import value
 from tapegrad.transforms._util import (
     Argnums,
     Traced_call,

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.core.tape import add_seed, ones_seed
+from tapegrad.core.traced import Traced, value
 from tapegrad.pytree import tree_flatten, tree_map
-from tapegrad.tape import add_seed, ones_seed
-from tapegrad.tracer import Traced, value
 from tapegrad.transforms._util import Argnums, Traced_call, fun_name, unwrap
 
 

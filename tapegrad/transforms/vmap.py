@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from tapegrad.batching import BatchTrace
+from tapegrad.core.traced import Traced
 from tapegrad.pytree import TreeDef, tree_flatten, tree_unflatten
-from tapegrad.tracer import Traced
 from tapegrad.transforms._util import fun_name
 
 Axes = Any  # an int, None, or a pytree prefix of them
@@ -98,7 +98,7 @@ def batched_call(f: Callable[..., Any], args: tuple[Any, ...], in_axes: Axes, wh
     (What a custom rule's forward function needs under vmap: its residuals
     stay as they are when they are not batched.)"""
     trace, leaves, tdef = _run(f, args, {}, in_axes, who)
-    mine = [type(o) is Traced and o._tape is trace for o in leaves]
+    mine = [type(o) is Traced and o._level is trace for o in leaves]
     return (tree_unflatten(tdef, [o._array if m else o for o, m in zip(leaves, mine)]),
             tree_unflatten(tdef, [0 if m else None for m in mine]))
 
@@ -131,7 +131,7 @@ def _norm(ax: int, x: Any) -> int:
 def _unbatch(o: Any, ax: Any, trace: BatchTrace, who: str) -> Any:
     """Output leaf ``o`` with the batch at axis ``ax`` (broadcast if ``o``
     does not depend on the mapped inputs)."""
-    if type(o) is Traced and o._tape is trace:
+    if type(o) is Traced and o._level is trace:
         if ax is None:
             raise ValueError(
                 f"{who}: an output depends on the mapped inputs, but its out_axes is None "

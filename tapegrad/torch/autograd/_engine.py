@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.core.traced import Traced, value
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._graph import GT, bump, leaf_tensor, run_backward, tensor_hooks
 from tapegrad.torch._tensor import Tensor, _new, _node, _own, _v
-from tapegrad.tracer import Traced, value
 
 __all__ = ["backward", "grad"]
 
@@ -33,7 +33,7 @@ def _seeds(outputs: list[Tensor], grads: list[Any], who: str) -> list[Any]:
     seeds = []
     for i, (t, g) in enumerate(zip(outputs, grads)):
         v = t._value
-        if not (type(v) is Traced and v._tape is GT):
+        if not (type(v) is Traced and v._level is GT):
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         if g is None:
             if v.size != 1:
@@ -68,7 +68,7 @@ def _accumulate(t: Tensor, g: Any, create_graph: bool, seen: set[int]) -> None:
     seen.add(id(g))
     old = t._grad
     if old is None:
-        if type(g) is Traced and g._tape is GT:  # create_graph: PyTorch copies it in
+        if type(g) is Traced and g._level is GT:  # create_graph: PyTorch copies it in
             new = _new(g)
             new._grad_fn = _node("CopyBackwards", (None, _new(g)), g._node, g, new._vc)
             t._grad = new

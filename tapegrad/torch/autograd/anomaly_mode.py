@@ -40,10 +40,10 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad import tape as _tape
+from tapegrad.core import tape as _tape
+from tapegrad.core.traced import value
 from tapegrad.torch import _graph
 from tapegrad.torch._graph import FacadeEntry, core_name
-from tapegrad.tracer import value
 
 __all__ = ["detect_anomaly", "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "on_record",
            "set_anomaly_enabled", "set_detect_anomaly"]
@@ -190,7 +190,7 @@ def _warn(name: str, trace: Any) -> None:
 
 def anomaly_backprop(entries: Iterable[Any], ct: dict[int, Any], retain: bool,
                      hooks: dict[int, list[Callable[[Any], Any]]] | None = None) -> dict[int, Any]:
-    """``tapegrad.tape.backprop``, one entry at a time, with anomaly
+    """``tapegrad.core.tape.backprop``, one entry at a time, with anomaly
     mode's checks: NaN results (with ``check_nan``) and the forward
     traceback of the node whose backward fails."""
     check_nan = _state["check_nan"]

@@ -22,12 +22,12 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from tapegrad.tape import parents_of
+from tapegrad.core.tape import parents_of
+from tapegrad.core.traced import Traced
 from tapegrad.torch import _graph
 from tapegrad.torch._graph import SAVES, FacadeEntry, GradFn, inputs_of
 from tapegrad.torch._missing import missing_names
 from tapegrad.torch._tensor import Tensor, _new
-from tapegrad.tracer import Traced
 
 __all__ = ["Node", "disable_saved_tensors_hooks", "save_on_cpu", "saved_tensors_hooks"]
 
@@ -125,7 +125,7 @@ _tensor_pow = Tensor.__pow__
 def _pow(self: Tensor, exponent: Any) -> Any:
     r = _tensor_pow(self, exponent)
     v = r._value
-    if type(v) is Traced and v._tape is _graph.GT and isinstance(exponent, (int, float)):
+    if type(v) is Traced and v._level is _graph.GT and isinstance(exponent, (int, float)):
         _exponents[v._node] = exponent
     return r
 

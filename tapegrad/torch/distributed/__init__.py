@@ -19,8 +19,8 @@ import datetime
 from typing import Any
 
 from tapegrad import distributed as _tgd
+from tapegrad.core.traced import value
 from tapegrad.torch._tensor import Tensor, _new, _v
-from tapegrad.tracer import value
 
 __all__ = [
     "GroupMember", "ReduceOp", "all_reduce", "barrier", "broadcast", "destroy_process_group",

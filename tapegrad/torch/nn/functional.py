@@ -31,6 +31,7 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad.backend import array_module
+from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import primitives as tp
 from tapegrad.scipy.special import erf, expit
 from tapegrad.torch import _prims as P
@@ -49,7 +50,6 @@ from tapegrad.torch.nn.functional_conv import (
     max_pool1d,
     max_pool2d,
 )
-from tapegrad.tracer import Traced, value
 
 __all__ = [
     "adaptive_avg_pool2d", "avg_pool2d", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",

@@ -19,12 +19,12 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad.backend import array_module
+from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import primitives as tp
 from tapegrad.torch import _norm
 from tapegrad.torch._creation import _rng
 from tapegrad.torch._tensor import Tensor, _new, _result
 from tapegrad.torch.grad_mode import no_grad
-from tapegrad.tracer import Traced, value
 
 __all__ = ["batch_norm", "embedding", "embedding_bag", "group_norm", "instance_norm", "scaled_dot_product_attention"]
 

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 import tapegrad.numpy as tnp
+from tapegrad.core.traced import value as _plain
 from tapegrad.torch._tensor import Tensor, _result
-from tapegrad.tracer import value as _plain
 
 __all__ = ["affine_grid", "grid_sample", "interpolate", "pad", "pixel_shuffle", "pixel_unshuffle"]
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.core.traced import value
 from tapegrad.torch._tensor import Tensor, _new
-from tapegrad.tracer import value
 
 
 class Parameter(Tensor):

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad.backend import array_module
+from tapegrad.core.traced import value
 from tapegrad.torch._tensor import _new
 from tapegrad.torch.optim.optimizer import (
     Optimizer,
@@ -19,7 +20,6 @@ from tapegrad.torch.optim.optimizer import (
     grad_array,
     updated,
 )
-from tapegrad.tracer import value
 
 __all__ = ["Adagrad"]
 

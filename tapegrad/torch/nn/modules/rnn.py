@@ -30,7 +30,8 @@ from typing import Any
 import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.backend import array_module
-from tapegrad.primitive import REGISTRY, defvjp, mark_batched, primitive
+from tapegrad.core.primitive import REGISTRY, defvjp, mark_batched, primitive
+from tapegrad.core.traced import value
 from tapegrad.torch._creation import cat, empty, stack, zeros
 from tapegrad.torch._norm import reuse_last
 from tapegrad.torch._tensor import Tensor, _result
@@ -39,7 +40,6 @@ from tapegrad.torch.nn import init
 from tapegrad.torch.nn.modules.module import Module
 from tapegrad.torch.nn.parameter import Parameter
 from tapegrad.torch.nn.utils.rnn import PackedSequence
-from tapegrad.tracer import value
 
 __all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell"]
 

@@ -5,7 +5,7 @@ it *is* that function (one loop over the arguments, no recording). Called with
 traced arguments it unboxes those of the highest active tape, calls itself on
 the unboxed values (so lower tapes record too), and hands the answer to that
 tape's ``record``, the one place that builds entries (see
-``tapegrad.tape.Tape.record``).
+``tapegrad.core.tape.Tape.record``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad._where import op_error, reraised
-from tapegrad.tracer import NUMPY_DISPATCH, Traced, value
+from tapegrad.core.traced import NUMPY_DISPATCH, Traced, value
 
 VjpMaker = Callable[..., Callable[[Any], Any]]
 
@@ -42,7 +42,7 @@ class Primitive:
         self.jvp_argnum: Callable[..., Callable[[Any], Any]] | None = None
         # Do the rules take leading batch axes (``g.shape == batch + ans.shape``)?
         # If not, a transform pushing a batch calls them once per element (see
-        # tapegrad.engine_ops.map_batch). Declared by defvjp/defjvp(batched=...);
+        # tapegrad.core.engine_ops.map_batch). Declared by defvjp/defjvp(batched=...);
         # tapegrad's own primitives are marked by mark_batched.
         self.vjps_batched = False
         self.jvps_batched = False
@@ -101,7 +101,7 @@ def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[...,
         if n == 1:
             a = args[0]
             if type(a) is Traced:
-                tape = a._tape
+                tape = a._level
                 x = a._value
                 if type(x) is not Traced:
                     if tape.active:  # (prim.fun: debug_nans swaps it)
@@ -125,8 +125,8 @@ def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[...,
             a, b = args
             if type(a) is Traced:
                 if type(b) is Traced:
-                    tape = a._tape
-                    if tape is b._tape and tape.active:  # the hot cases, unrolled
+                    tape = a._level
+                    if tape is b._level and tape.active:  # the hot cases, unrolled
                         x, y = a._value, b._value
                         if type(x) is not Traced and type(y) is not Traced:
                             try:
@@ -179,7 +179,7 @@ def _listed(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any], err:
 
     def level(a: Any) -> int:  # the highest tape level of the traced values in a list
         if type(a) is Traced:
-            return int(a._tape.level)
+            return int(a._level.level)
         if isinstance(a, (list, tuple)):
             return max((level(o) for o in a), default=-1)
         return -1
@@ -210,11 +210,11 @@ def _refuse_lists(args: Sequence[Any], kwargs: dict[str, Any]) -> None:
 
 def _apply(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The general path (at least one argument is traced): the highest level
-    among the arguments processes the call (see ``tapegrad.level``)."""
+    among the arguments processes the call (see ``tapegrad.core.level``)."""
     top = None
     for a in args:
         if type(a) is Traced:
-            t = a._tape
+            t = a._level
             if top is None or t.level > top.level:
                 top = t
     assert top is not None
@@ -232,7 +232,7 @@ def top_tape(args: Sequence[Any]) -> Any:
     tape = None
     for a in args:
         if type(a) is Traced:
-            t = a._tape
+            t = a._level
             if (t.active or t.abstract and t.entered) and (tape is None or t.level > tape.level):
                 tape = t
     return tape
@@ -244,11 +244,11 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
     ta = type(a) is Traced
     tb = type(b) is Traced
     if ta and tb:
-        if a._tape is not b._tape:
+        if a._level is not b._level:
             return _apply(prim, (a, b), kwargs)
-        tape = a._tape
+        tape = a._level
     else:
-        tape = a._tape if ta else b._tape
+        tape = a._level if ta else b._level
     if not tape.active:
         return _apply(prim, (a, b), kwargs)
     x = a._value if ta else a
@@ -286,7 +286,7 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
         if type(other) is not Traced and type(x) is not Traced:
             if type(other) is not float and type(other) is not np.ndarray and type(other) is not int and defers_to(other):
                 return NotImplemented
-            tape = self._tape
+            tape = self._level
             if tape.active:
                 try:
                     if reflected:
@@ -369,7 +369,7 @@ _NO_KWARGS: dict[str, Any] = {}
 def _apply1(prim: Primitive, a: Traced, kwargs: dict[str, Any]) -> Any:
     """A primitive of one traced argument (unary operators and methods): the
     fast path of ``wrapped``, else ``_apply``."""
-    tape = a._tape
+    tape = a._level
     x = a._value
     if tape.active:
         try:
@@ -487,8 +487,8 @@ def nondifferentiable(fun: Callable[..., Any]) -> Callable[..., Any]:
                 kw = {k: value(v) for k, v in kwargs.items()} if kwargs else kwargs
                 top = None  # the highest level whose values value() keeps (an abstract level's)
                 for v in (*vals, *kw.values()):
-                    if type(v) is Traced and (top is None or v._tape.level > top.level):
-                        top = v._tape
+                    if type(v) is Traced and (top is None or v._level.level > top.level):
+                        top = v._level
                 if top is not None:
                     return top.process_nondifferentiable(fun, wrapped, vals, kw)
                 return fun(*vals, **kw)

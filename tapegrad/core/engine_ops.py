@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.primitive import REGISTRY, defvjp, mark_batched, primitive
+from tapegrad.core.primitive import REGISTRY, defvjp, mark_batched, primitive
 
 # ``map_batch(rule, g, nb)``: a rule written for one cotangent (or tangent) at a time
 # applied to ``g`` and its ``nb`` leading batch axes: one call per element, stacked.
@@ -29,7 +29,7 @@ def map_batch(rule: Callable[[Any], Any], g: Any, nb: int) -> Any:
     time, ``g`` carrying ``nb`` leading batch axes: the rule is called once
     per element of the (flattened) batch and the results are stacked."""
     from tapegrad.backend import array_module
-    from tapegrad.tracer import value
+    from tapegrad.core.traced import value
 
     batch = tuple(g.shape[:nb])
     item = tuple(g.shape[nb:])

@@ -2,7 +2,7 @@
 
 Every transform is a *level* on one per-thread stack: the reverse-mode tapes,
 the forward trace, a mapping over a batch, a compiler's trace, a graph tape
-kept by its values. A traced value (``tapegrad.tracer.Traced``) belongs to exactly one
+kept by its values. A traced value (``tapegrad.core.traced.Traced``) belongs to exactly one
 level; an operation on values of several levels is processed by the highest
 of them, which sees the values of lower levels as constants (they are
 processed again, one level down, when it computes).
@@ -13,7 +13,7 @@ The core knows this interface and nothing of the levels built on it:
   of them values of this level) and return the result as a value of this
   level. A primitive called on traced values ends here (the tapes' one- and
   two-operand fast paths are ``Tape.process`` unrolled: see
-  ``tapegrad.primitive``).
+  ``tapegrad.core.primitive``).
 - ``refuse(x, what)``: the error for converting ``x``, a value of this level,
   to ``what`` (``float(x)``, ``np.asarray(x)``...), in this level's words.
 - ``keep(x)``: what ``tapegrad.value`` makes of ``x`` (only for a level
@@ -113,7 +113,7 @@ class Level:
         level's words), else tapegrad's own."""
         inner = x._value
         if type(inner) is type(x) and not self.abstract:
-            return inner._tape.refuse(inner, what)
+            return inner._level.refuse(inner, what)
         if what == ARRAY:
             return TypeError(
                 "tapegrad: cannot convert a traced value to a plain NumPy array "

@@ -2,7 +2,7 @@
 
 Its entries keep their parents (no list), so a graph lives exactly as long as
 the values that reach it; replays collect the entries reachable from their
-roots (``reachable``) and run ``tapegrad.tape.backprop`` over them.
+roots (``reachable``) and run ``tapegrad.core.tape.backprop`` over them.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tapegrad.level import Level
-from tapegrad.tape import Entry, Tape, leaf_entry, next_index, pack_rules
-from tapegrad.tracer import Traced
+from tapegrad.core.level import Level
+from tapegrad.core.tape import Entry, Tape, leaf_entry, next_index, pack_rules
+from tapegrad.core.traced import Traced
 
 _new_obj = object.__new__
 
@@ -36,7 +36,7 @@ class GraphTape(threading.local, Level):
     attribute: it is read on every op).
     """
 
-    level = 0  # (below every level entered: see tapegrad.level)
+    level = 0  # (below every level entered: see tapegrad.core.level)
     what = "a value of a graph tape"
     process = Tape.process  # (the same general path as a tape's)
 
@@ -73,7 +73,7 @@ class GraphTape(threading.local, Level):
         runs."""
         out = _new_obj(Traced)  # (field by field: the class call costs as much as the stores)
         out._value = ans
-        out._tape = self
+        out._level = self
         out._node = None
         table = prim.vjps
         if len(argnums) == 2 and len(args) == 2 and not kwargs:  # (unrolled: see Tape.record)

@@ -19,10 +19,10 @@ from typing_extensions import Self
 
 from tapegrad._gc import gc_paused
 from tapegrad._where import stop_warn_at_user, warn_at_user
-from tapegrad.engine_ops import cast_to, map_batch, sum_to
-from tapegrad.level import Level
-from tapegrad.primitive import _refuse_lists
-from tapegrad.tracer import Traced
+from tapegrad.core.engine_ops import cast_to, map_batch, sum_to
+from tapegrad.core.level import Level
+from tapegrad.core.primitive import _refuse_lists
+from tapegrad.core.traced import Traced
 
 _counter = itertools.count(1)
 next_index = _counter.__next__
@@ -178,7 +178,7 @@ class Tape(Level):
         the same with this tape's values unboxed, ``argnums`` the positions of
         this tape's values among them (the entry's parents, in order). Given
         ``vjps`` (one parent's rule, from an operator's cache: see
-        ``tapegrad.primitive.keep_scalar_rule``), no rule is made.
+        ``tapegrad.core.primitive.keep_scalar_rule``), no rule is made.
 
         The one place where entries are built: every op (the primitives'
         fast paths for one and two operands included), custom rules and
@@ -212,7 +212,7 @@ class Tape(Level):
             self._append(node)
             out = _new_obj(Traced)
             out._value = ans
-            out._tape = self
+            out._level = self
             out._node = node
             return out
         table = prim.vjps
@@ -239,14 +239,14 @@ class Tape(Level):
         this tape's unboxed values. A tape that is not recording reads its
         values as their primals: constants."""
         if not self.active:
-            return prim.wrapped(*[a._value if type(a) is Traced and a._tape is self else a
+            return prim.wrapped(*[a._value if type(a) is Traced and a._level is self else a
                                   for a in args], **kwargs)
         raw = list(args)
         argnums = []
         nested = False  # do values of lower levels take part?
         for i, a in enumerate(args):
             if type(a) is Traced:
-                if a._tape is self:
+                if a._level is self:
                     v = raw[i] = a._value
                     if type(v) is Traced:
                         nested = True
@@ -287,7 +287,7 @@ class Tape(Level):
         return tree_map(self._watch_leaf, x)
 
     def _watch_leaf(self, x: Any) -> Traced:
-        if type(x) is Traced and x._tape is self:
+        if type(x) is Traced and x._level is self:
             return x
         given = x
         if type(x) is not Traced and not hasattr(x, "dtype"):
@@ -297,16 +297,16 @@ class Tape(Level):
                 f"tapegrad: can only differentiate with respect to floating-point or complex "
                 f"values, but Tape.watch got dtype {x.dtype}; {conversion_hint(given)}"
             )
-        if type(x) is Traced and x._tape.entered and x._tape.level > self.level:
+        if type(x) is Traced and x._level.entered and x._level.level > self.level:
             raise ValueError(
-                f"Tape.watch: cannot watch {x._tape.what} entered inside this tape (level {x._tape.level}, "
+                f"Tape.watch: cannot watch {x._level.what} entered inside this tape (level {x._level.level}, "
                 f"above this tape's level {self.level}); open the tape inside that function, or "
                 "watch the value before it is mapped"
             )
         node = leaf_entry(x)
         self.leaves.append(node)
         if type(x) is Traced:  # watching a value of an outer tape (nesting)
-            self._outer[node.index] = x._tape.level
+            self._outer[node.index] = x._level.level
         return Traced(x, self, node)
 
     # --- replay -------------------------------------------------------------
@@ -339,7 +339,7 @@ class Tape(Level):
         seeds: dict[int, Any] = {}
         batched = False  # do the given cotangents carry leading batch axes?
         for t, s in zip(targets, seeds_in):
-            if type(t) is not Traced or t._tape is not self:
+            if type(t) is not Traced or t._level is not self:
                 continue
             if s is None:
                 s = ones_seed(t._value)
@@ -365,7 +365,7 @@ class Tape(Level):
             self.active = was_active
         out = []
         for s in sources:
-            if type(s) is not Traced or s._tape is not self:
+            if type(s) is not Traced or s._level is not self:
                 raise TypeError("Tape.gradient: every source must be a value watched on this tape")
             node = s._node
             out.append(ct.get(node.index) if node.index in ct else zeros_for(node, s._value))

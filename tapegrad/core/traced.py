@@ -1,4 +1,4 @@
-"""The traced value: a value of one level (see ``tapegrad.level``).
+"""The traced value: a value of one level (see ``tapegrad.core.level``).
 
 Operators and array methods are installed by ``tapegrad.numpy`` (they call
 its primitives); this module holds what every traced value needs regardless of
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tapegrad.level import ARRAY
+from tapegrad.core.level import ARRAY
 
 # NumPy function or ufunc -> the tapegrad function that differentiates it.
 # Filled in by tapegrad.numpy; read by __array_ufunc__ / __array_function__.
@@ -19,19 +19,19 @@ NUMPY_DISPATCH: dict[Any, Callable[..., Any]] = {}
 
 
 class Traced:
-    """A value being transformed: a value of one level (see ``tapegrad.level``).
+    """A value being transformed: a value of one level (see ``tapegrad.core.level``).
 
     ``_value`` is its primal (a plain array, or a value of a lower level) on
     a tape, or its abstract value (shape and dtype) on an ``abstract`` level;
-    ``_tape`` is its level. The rest is the level's payload, one named field
+    ``_level`` is its level. The rest is the level's payload, one named field
     each: ``_node``, a tape's entry; ``_tangent``, a forward trace's tangent;
     ``_array``, the array an abstract level computes with (a batch of
     examples, a concrete array of a trace). A value sets only its level's field.
     """
 
-    __slots__ = ("_value", "_tape", "_node", "_tangent", "_array")
+    __slots__ = ("_value", "_level", "_node", "_tangent", "_array")
     _value: Any
-    _tape: Any
+    _level: Any
     _node: Any
     _tangent: Any
     _array: Any
@@ -40,7 +40,7 @@ class Traced:
 
     def __init__(self, value: Any, tape: Any, node: Any) -> None:
         self._value = value
-        self._tape = tape
+        self._level = tape
         self._node = node
 
     def _rebind(self, new: Traced) -> None:
@@ -84,11 +84,11 @@ class Traced:
         return bool(self._value)
 
     def __repr__(self) -> str:
-        return self._tape.describe(self)
+        return self._level.describe(self)
 
     # --- conversions that would drop the gradient --------------------------
     def _refuse(self, what: str) -> TypeError:
-        return self._tape.refuse(self, what)
+        return self._level.refuse(self, what)
 
     def __float__(self) -> float:
         raise self._refuse("a Python float (float(), math.*)")
@@ -154,7 +154,7 @@ def value(x: Any) -> Any:
         3.0
     """
     while type(x) is Traced:
-        level = x._tape
+        level = x._level
         if level.abstract:  # (its level says what it keeps: see Level.keep)
             return level.keep(x)
         x = x._value
