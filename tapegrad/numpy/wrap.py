@@ -21,6 +21,7 @@ import numpy as np
 from tapegrad.axes import normalize_axes, normalize_axis
 from tapegrad.backend import array_module
 from tapegrad.batching import BatchTrace
+from tapegrad.compile.facts import defjit
 from tapegrad.engine_ops import broadcast_to, sum_to
 from tapegrad.primitive import (
     REGISTRY,
@@ -423,6 +424,7 @@ def _lifting(prim_fn: Any) -> Any:
 
 
 getitem = _lifting(primitive(_getitem, "getitem"))
+defjit(getitem, shape_from_index=True)  # (tg.jit: a mask or a traced slice bound sets its shape)
 index_add = _lifting(primitive(_index_add, "index_add"))
 
 
@@ -460,7 +462,6 @@ def _matmul(a: Any, b: Any, **kwargs: Any) -> Any:
     return array_module(a, b).matmul(a, b, **kwargs)
 
 
-_matmul.fresh_out = True  # type: ignore[attr-defined]  # takes out=, returns a new array (tg.jit's buffers)
 _EYE_MIN = 100 * 100  # smaller products are cheap anyway
 
 
@@ -476,6 +477,7 @@ def _is_identity(m: np.ndarray) -> bool:
 
 
 matmul = primitive(_matmul, "matmul")
+defjit(matmul, fresh_out=True)  # (tg.jit: takes out=, else returns a new array)
 
 
 def _linear(x: Any, w: Any, b: Any) -> Any:
