@@ -11,7 +11,7 @@ from typing import Any
 from tapegrad import numpy as numpy  # noqa: F401  (installs operators and rules)
 from tapegrad import optimizers
 from tapegrad.batching import defbatch
-from tapegrad.compile import jit
+from tapegrad.compile.jit import jit
 from tapegrad.core.primitive import defjvp, defvjp, defvjp_argnum, primitive
 from tapegrad.core.tape import Tape
 from tapegrad.core.traced import value

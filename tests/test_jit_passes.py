@@ -13,7 +13,8 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.compile import passes
 from tapegrad.compile.codegen import GuardFailed, compile_source, generate
-from tapegrad.compile.trace import Guard, Instr, JitTrace, Var, var_of
+from tapegrad.compile.facts import Guard, Instr, Var
+from tapegrad.compile.trace import JitTrace, var_of
 
 
 def _ins(fn, name, args, outs, kwargs=(), multi=False):

@@ -1,4 +1,4 @@
-"""``passes.rewrite``: each algebraic rewrite of a traced program fires where
+"""``rewrites.rewrite``: each algebraic rewrite of a traced program fires where
 it should (the generated source shows it), stays out where it must, and
 gives eager's results."""
 
@@ -11,9 +11,9 @@ from jithelp import rng as _rng
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
-from tapegrad.compile import passes
-from tapegrad.compile.trace import Instr, Var
-from tapegrad.core.engine_ops import _sum_to
+from tapegrad.compile import passes, rewrites
+from tapegrad.compile.facts import Instr, Var
+from tapegrad.core.engine_ops import sum_to
 from tapegrad.numpy import wrap
 
 
@@ -21,9 +21,15 @@ def _ins(fn, name, args, outs, kwargs=()):
     return Instr(fn, name, tuple(args), tuple(kwargs), tuple(outs), False)
 
 
+def _call(prim_fn, args, outs):
+    """The instruction a jit trace writes for a call of primitive ``prim_fn``."""
+    prim = prim_fn.primitive
+    return Instr(prim.fun, prim.name, tuple(args), (), tuple(outs), False, prim)
+
+
 def _rewritten(program, values, outputs):
     """The program after rewrite and dead_code, and the outputs renamed."""
-    program, rename = passes.rewrite(program, values, outputs)
+    program, rename = rewrites.rewrite(program, values, outputs)
     outputs = [rename.get(n, n) for n in outputs]
     return passes.dead_code(program, outputs), outputs
 
@@ -54,8 +60,8 @@ def _ops(text):
 def test_transpose_of_transpose_cancels():
     x = _rng().standard_normal((3, 4))
     values = [x, x.T, x]
-    program = [_ins(wrap._transpose, "transpose", [Var(0)], [1]),
-               _ins(wrap._transpose, "transpose", [Var(1), (1, 0)], [2])]
+    program = [_call(wrap.transpose, [Var(0)], [1]),
+               _call(wrap.transpose, [Var(1), (1, 0)], [2])]
     kept, outs = _rewritten(program, values, [2])
     assert kept == [] and outs == [0]
 
@@ -64,8 +70,8 @@ def test_transposes_compose_into_one():
     x = _rng().standard_normal((2, 3, 4))
     a = np.transpose(x, (1, 0, 2))
     values = [x, a, np.transpose(a, (2, 0, 1))]
-    program = [_ins(wrap._transpose, "transpose", [Var(0), (1, 0, 2)], [1]),
-               _ins(wrap._transpose, "transpose", [Var(1), (2, 0, 1)], [2])]
+    program = [_call(wrap.transpose, [Var(0), (1, 0, 2)], [1]),
+               _call(wrap.transpose, [Var(1), (2, 0, 1)], [2])]
     kept, outs = _rewritten(program, values, [2])
     assert len(kept) == 1 and kept[0].args == (Var(0), (2, 1, 0))
     np.testing.assert_array_equal(_evaluate(kept, values, {0: x})[outs[0]], values[2])
@@ -76,9 +82,9 @@ def test_transpose_of_a_product_is_the_product_of_transposes_in_c_order():
     x, g = rng.standard_normal((5, 3)), rng.standard_normal((5, 4))
     xt = x.T
     values = [x, g, xt, xt @ g, (xt @ g).T]
-    program = [_ins(wrap._transpose, "transpose", [Var(0)], [2]),
-               _ins(wrap._matmul, "matmul", [Var(2), Var(1)], [3]),
-               _ins(wrap._transpose, "transpose", [Var(3)], [4])]
+    program = [_call(wrap.transpose, [Var(0)], [2]),
+               _call(wrap.matmul, [Var(2), Var(1)], [3]),
+               _call(wrap.transpose, [Var(3)], [4])]
     kept, outs = _rewritten(program, values, [4])
     # g.T @ x: the transpose of x's transpose is x
     assert [ins.name for ins in kept] == ["transpose", "matmul"]
@@ -93,10 +99,10 @@ def test_what_reads_a_product_now_in_c_order_is_traced_again_for_the_planner():
     x, g = rng.standard_normal((5, 3)), rng.standard_normal((5, 4))
     prod_t = (x.T @ g).T  # the trace's value: a transposed (F-ordered) view
     values = [x, g, x.T, x.T @ g, prod_t, prod_t.reshape(-1)]  # (its reshape: a copy)
-    program = [_ins(wrap._transpose, "transpose", [Var(0)], [2]),
-               _ins(wrap._matmul, "matmul", [Var(2), Var(1)], [3]),
-               _ins(wrap._transpose, "transpose", [Var(3)], [4]),
-               _ins(wrap._reshape, "reshape", [Var(4), (-1,)], [5])]
+    program = [_call(wrap.transpose, [Var(0)], [2]),
+               _call(wrap.matmul, [Var(2), Var(1)], [3]),
+               _call(wrap.transpose, [Var(3)], [4]),
+               _call(wrap.reshape_c, [Var(4), (-1,)], [5])]
     kept, outs = _rewritten(program, values, [5])
     product = next(ins.outs[0] for ins in kept if ins.name == "matmul")
     assert values[product].flags.c_contiguous
@@ -109,8 +115,8 @@ def test_a_product_read_elsewhere_is_not_computed_twice():
     rng = _rng()
     a, b = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
     values = [a, b, a @ b, (a @ b).T]
-    program = [_ins(wrap._matmul, "matmul", [Var(0), Var(1)], [2]),
-               _ins(wrap._transpose, "transpose", [Var(2)], [3])]
+    program = [_call(wrap.matmul, [Var(0), Var(1)], [2]),
+               _call(wrap.transpose, [Var(2)], [3])]
     kept, outs = _rewritten(program, values, [2, 3])
     assert [ins.name for ins in kept] == ["matmul", "transpose"]
 
@@ -179,9 +185,9 @@ def test_the_gradient_of_a_bias_is_a_product_with_ones():
 
 def test_sum_to_of_other_shapes_and_layouts_is_a_reduction_not_the_product():
     x = _rng().standard_normal((4, 3))
-    program = [_ins(_sum_to, "sum_to", [Var(0), (1, 3)], [1]),  # keeps a leading 1
-               _ins(_sum_to, "sum_to", [Var(2), (4,), 0], [3])]  # a transposed (F-ordered) matrix
-    values = [x, _sum_to(x, (1, 3)), x.T, _sum_to(x.T, (4,))]
+    program = [_call(sum_to, [Var(0), (1, 3)], [1]),  # keeps a leading 1
+               _call(sum_to, [Var(2), (4,), 0], [3])]  # a transposed (F-ordered) matrix
+    values = [x, sum_to(x, (1, 3)), x.T, sum_to(x.T, (4,))]
     kept, outs = _rewritten(program, values, [1, 3])
     assert [ins.name for ins in kept] == ["sum", "sum", "reshape"]
     got = _evaluate(kept, values, {0: x, 2: x.T})
@@ -316,9 +322,9 @@ def test_a_constant_of_one_value_keeps_the_results_dtype():
 def test_a_reshape_to_the_same_shape_is_dropped_and_two_reshapes_are_one():
     x = np.arange(12.0)
     values = [x, x.reshape(3, 4), x.reshape(3, 4).reshape(2, 6), x.reshape(2, 6).reshape(2, 6)]
-    program = [_ins(wrap._reshape, "reshape", [Var(0), (3, 4)], [1]),
-               _ins(wrap._reshape, "reshape", [Var(1), (2, 6)], [2]),
-               _ins(wrap._reshape, "reshape", [Var(2), (2, 6)], [3])]
+    program = [_call(wrap.reshape_c, [Var(0), (3, 4)], [1]),
+               _call(wrap.reshape_c, [Var(1), (2, 6)], [2]),
+               _call(wrap.reshape_c, [Var(2), (2, 6)], [3])]
     kept, outs = _rewritten(program, values, [3])
     assert len(kept) == 1 and kept[0].args == (Var(0), (2, 6))
     np.testing.assert_array_equal(_evaluate(kept, values, {0: x})[outs[0]], x.reshape(2, 6))
@@ -328,8 +334,8 @@ def test_a_reshape_to_the_same_shape_is_dropped_and_two_reshapes_are_one():
                                                     ((5, 4, 3), (4, 1), 1), ((4, 3), (3,), 0)])
 def test_sum_to_is_one_reduction_over_the_broadcast_axes(xshape, shape, nbatch):
     x = _rng().standard_normal(xshape)
-    values = [x, _sum_to(x, shape, nbatch)]
-    kept, outs = _rewritten([_ins(_sum_to, "sum_to", [Var(0), shape, nbatch], [1])], values, [1])
+    values = [x, sum_to(x, shape, nbatch)]
+    kept, outs = _rewritten([_call(sum_to, [Var(0), shape, nbatch], [1])], values, [1])
     assert "sum_to" not in [ins.name for ins in kept]
     got = _evaluate(kept, values, {0: x})[outs[0]]
     assert got.shape == values[1].shape

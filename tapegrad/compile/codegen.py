@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.compile.facts import Guard, Instr, Var
 from tapegrad.compile.passes import Plan, last_uses
-from tapegrad.compile.trace import Guard, Instr, Var
 
 
 class GuardFailed(Exception):
@@ -133,7 +133,7 @@ def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[An
     return "\n".join(lines) + "\n", names.namespace
 
 
-# operators written as such (Python's operators on NumPy scalars: see passes.SCALAR_OPERATORS)
+# operators written as such (Python's operators on NumPy scalars: see rewrites.SCALAR_OPERATORS)
 # and NumPy's matmul, which ``@`` calls on arrays
 INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", np.matmul: "@"}
 

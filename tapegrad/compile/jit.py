@@ -18,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.compile import passes
+from tapegrad.compile import passes, rewrites
 from tapegrad.compile.codegen import GuardFailed, compile_source, generate
 from tapegrad.compile.entry import Miss, make_entry
-from tapegrad.compile.trace import JitTrace, Var
+from tapegrad.compile.facts import Var
+from tapegrad.compile.trace import JitTrace
 from tapegrad.core.level import entered
 from tapegrad.core.traced import Traced
 from tapegrad.pytree import TreeDef, tree_flatten, tree_unflatten
@@ -207,7 +208,7 @@ class Jitted:
         refs = [Var(rename.get(r.n, r.n)) if type(r) is Var else r for r in refs]
         out_vars = [r.n for r in refs if type(r) is Var]
         program = passes.dead_code(program, out_vars)
-        program, rename = passes.rewrite(program, trace.values, out_vars)
+        program, rename = rewrites.rewrite(program, trace.values, out_vars)
         refs = [Var(rename.get(r.n, r.n)) if type(r) is Var else r for r in refs]
         out_vars = [r.n for r in refs if type(r) is Var]
         program = passes.dead_code(program, out_vars)

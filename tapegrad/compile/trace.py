@@ -23,46 +23,25 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tapegrad.batching import Aval, apply_nondifferentiable
+from tapegrad.compile.facts import Guard, Instr, Var, facts_of
 from tapegrad.core.level import Level
+from tapegrad.core.primitive import Primitive
 from tapegrad.core.traced import Traced
 from tapegrad.numpy.wrap import Index
 
-# NumPy functions (no gradient) whose result's shape depends on the values of
-# their arguments: the compiled program checks the shape it gets (a guard)
-DATA_SHAPED = frozenset("""nonzero flatnonzero argwhere unique unique_values unique_counts
-unique_inverse unique_all bincount histogram histogram_bin_edges extract compress trim_zeros
-setdiff1d intersect1d union1d setxor1d""".split())
+# NumPy's own functions (called with no gradient, so no primitive to declare
+# ``shape_from_values`` on: keyed by the function) whose result's shape depends
+# on the values of their arguments: the compiled program checks the shape it
+# gets (a guard)
+DATA_SHAPED = frozenset(getattr(np, name) for name in """nonzero flatnonzero argwhere unique
+unique_values unique_counts unique_inverse unique_all bincount histogram histogram_bin_edges
+extract compress trim_zeros setdiff1d intersect1d union1d setxor1d""".split())
 PYTHON_NUMBERS = (bool, int, float, complex)
 # the ufuncs behind Python's operators: on Python numbers alone, eager code
 # computes a Python number (weakly typed: ``x32 * (lr * 0.5)`` stays float32)
 OPERATORS = frozenset([np.add, np.subtract, np.multiply, np.true_divide, np.floor_divide,
                        np.remainder, np.power, np.negative, np.positive, np.absolute, np.greater,
                        np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal])
-MASK_SHAPED = frozenset(["getitem"])  # primitives whose result's shape a mask or a slice sets
-
-
-class Var(NamedTuple):
-    """A value of the program: ``n`` is its number (``v<n>`` in the source)."""
-
-    n: int
-
-
-class Instr(NamedTuple):
-    """``outs = fn(*args, **kwargs)``; arguments are ``Var`` or constants."""
-
-    fn: Callable[..., Any]
-    name: str
-    args: tuple[Any, ...]
-    kwargs: tuple[tuple[str, Any], ...]
-    outs: tuple[int, ...]  # one, or several for a function returning a tuple
-    multi: bool  # does fn return a tuple (unpacked into outs)?
-
-
-class Guard(NamedTuple):
-    """The program goes on only if ``bool(v<var>)`` is ``truth``, as when traced."""
-
-    var: int
-    truth: bool
 
 
 class Sym(Aval):
@@ -154,7 +133,7 @@ class JitTrace(Level):
         """Run primitive ``prim`` and write the call down."""
         if not self.entered:
             raise TypeError(Sym.escaped)
-        return self.call(prim.fun, prim.name, args, kwargs)
+        return self.call(prim.fun, prim.name, args, kwargs, prim)
 
     def process_nondifferentiable(self, fun: Callable[..., Any], again: Callable[..., Any],
                                   args: list[Any], kwargs: dict[str, Any]) -> Any:
@@ -178,7 +157,11 @@ class JitTrace(Level):
         """A NumPy function with no gradient (comparisons, ``argmax``...)."""
         return self.call(fun, getattr(fun, "__name__", "f"), args, kwargs)
 
-    def call(self, fn: Callable[..., Any], name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+    def call(self, fn: Callable[..., Any], name: str, args: Sequence[Any], kwargs: dict[str, Any],
+             prim: Primitive | None = None) -> Any:
+        """Run ``fn`` (primitive ``prim``'s function, or a NumPy function with
+        no gradient: None) on the arrays of ``args`` and ``kwargs``, append the
+        call to the program, and return its result as values of this trace."""
         raw: list[Any] = []
         refs: list[Any] = []
         masked = False  # an index whose traced parts set the result's shape?
@@ -206,12 +189,13 @@ class JitTrace(Level):
         if isinstance(out, tuple):  # (np.nonzero, a packed result...)
             vals = tuple(self.new(o) for o in out)
             outs = tuple(var_of(v) for v in vals)
-            self.program.append(Instr(fn, name, tuple(refs), tuple(kw_refs), outs, True))
+            self.program.append(Instr(fn, name, tuple(refs), tuple(kw_refs), outs, True, prim))
         else:
             vals = (self.new(out),)
             outs = (var_of(vals[0]),)
-            self.program.append(Instr(fn, name, tuple(refs), tuple(kw_refs), outs, False))
-        if name in DATA_SHAPED or masked and name in MASK_SHAPED:
+            self.program.append(Instr(fn, name, tuple(refs), tuple(kw_refs), outs, False, prim))
+        facts = facts_of(prim)
+        if facts.shape_from_values or masked and facts.shape_from_index or prim is None and fn in DATA_SHAPED:
             # a shape that depends on values: the program checks it is the traced one
             for n in outs:
                 self.check_shape(n)

@@ -26,6 +26,7 @@ import numpy as np
 from tapegrad import batching  # (batching.loop_rule looked up at each call: tests count the loops)
 from tapegrad.backend import array_module
 from tapegrad.batching import BatchTrace, defbatch, move_to_front
+from tapegrad.compile.facts import defjit
 from tapegrad.core.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive, top_tape
 from tapegrad.core.traced import Traced, value
 from tapegrad.numpy._define import batch_all, nbatch
@@ -330,6 +331,7 @@ def _getitem(x: Any, index: Index, nb: int = 0) -> Any:
     return _unbatched(_batched_view(x, nb)[index.key], nb)
 
 getitem = _lifting(primitive(_getitem, "getitem"))
+defjit(getitem, shape_from_index=True)  # (tg.jit: a mask or a traced slice bound sets its shape)
 
 def _vjp_getitem(ans: Any, x: Any, idx: Index, nb: int = 0) -> Rule:
     nd, xs = ans.ndim, x.shape[nb:]

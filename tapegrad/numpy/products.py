@@ -18,6 +18,7 @@ import numpy as np
 
 from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, elementwise_rule, move_to_front
+from tapegrad.compile.facts import defjit
 from tapegrad.core.primitive import (
     REGISTRY,
     defjvp,
@@ -56,7 +57,6 @@ def _matmul(a: Any, b: Any, **kwargs: Any) -> Any:
         return np.matmul(a, b)
     return array_module(a, b).matmul(a, b, **kwargs)
 
-_matmul.fresh_out = True  # type: ignore[attr-defined]  # takes out=, returns a new array (tg.jit's buffers)
 
 _EYE_MIN = 100 * 100  # smaller products are cheap anyway
 
@@ -71,6 +71,7 @@ def _is_identity(m: np.ndarray) -> bool:
     return bool(np.count_nonzero(m) == n and (m.diagonal() == 1).all())
 
 matmul = primitive(_matmul, "matmul")
+defjit(matmul, fresh_out=True)  # (tg.jit: takes out=, else returns a new array)
 
 def _vjp_matmul_a(ans: Any, a: Any, b: Any, **kw: Any) -> Rule:
     if b.ndim == 1:
