@@ -5,6 +5,9 @@ Run from the repository root::
     PYTHONPATH=. python3 benchmarks/run.py            # full run (a few minutes)
     PYTHONPATH=. python3 benchmarks/run.py --quick    # smoke run (seconds; no 1M chain)
     PYTHONPATH=. python3 benchmarks/run.py --only a,c
+    PYTHONPATH=. python3 benchmarks/run.py --only e --json e.json   # the rows as JSON too
+
+Two checkouts side by side, interleaved: benchmarks/compare.py.
 
 What is measured (the reference everywhere is a careful hand-written NumPy
 forward + backward of the same function, run in the same process):
@@ -109,7 +112,9 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
+# run from anywhere; TAPEGRAD_BENCH_ROOT times another checkout's tapegrad with
+# these benchmarks (benchmarks/compare.py)
+sys.path.insert(0, os.environ.get("TAPEGRAD_BENCH_ROOT") or str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark modules
 
 import tapegrad as tg
@@ -981,6 +986,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="comma-separated cases to run (default: all of a..k)")
     parser.add_argument("--no-peers", action="store_true",
                         help="do not time autograd / torch even when they are installed")
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write the rows to PATH as JSON (for benchmarks/compare.py)")
     args = parser.parse_args(argv)
     only = {c.strip().lower() for c in args.only.split(",") if c.strip()}
     unknown = only - set(CASES)
@@ -988,6 +995,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--only takes cases from {','.join(CASES)}, got {args.only!r}")
     args.cases = only
     return args
+
+
+def write_json(path: str, rows: list[Row]) -> None:
+    """The rows as JSON: which tapegrad ran, and per row its case, label,
+    unit, figures, ratio and error."""
+    import json
+
+    out = {"tapegrad": tg.__file__, "rows": [
+        {"case": r.case, "label": r.label, "unit": r.unit, "numpy": r.numpy, "tapegrad": r.tapegrad,
+         "ratio": r.ratio, "error": r.error} for r in rows]}
+    Path(path).write_text(json.dumps(out, indent=1))
 
 
 def describe_blas() -> str:
@@ -1045,6 +1063,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  ({case}) done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     print(render(rows, peers))
     print(f"\ntotal {time.perf_counter() - t_start:.1f} s")
+    if args.json:
+        write_json(args.json, rows)
     del limiter
     return 0
 

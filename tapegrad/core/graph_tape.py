@@ -71,12 +71,12 @@ class GraphTape(threading.local, Level):
         consumed would outlive its tensors. ``connect_residuals`` gives
         the twins their entries while a replay that records (``create_graph``)
         runs."""
-        out = _new_obj(Traced)  # (field by field: the class call costs as much as the stores)
-        out._value = ans
-        out._level = self
-        out._node = None
-        table = prim.vjps
         if len(argnums) == 2 and len(args) == 2 and not kwargs:  # (unrolled: see Tape.record)
+            out = _new_obj(Traced)  # (field by field: the class call costs as much as the stores)
+            out._value = ans
+            out._level = self
+            out._node = None
+            table = prim.vjps
             i, j = argnums
             mi = table.get(i) or prim.vjp_maker(i)
             mj = table.get(j) or prim.vjp_maker(j)
@@ -86,12 +86,7 @@ class GraphTape(threading.local, Level):
                 return out, vjps, None
             res = Traced(ans, self, None)
             return out, (mi(res, a, b), mj(res, a, b)), res
-        makers = [table.get(i) or prim.vjp_maker(i) for i in argnums]
-        vjps = pack_rules([m(out, *args, **kwargs) for m in makers])
-        if sys.getrefcount(out) <= FRESH_REFS:
-            return out, vjps, None
-        res = Traced(ans, self, None)
-        return out, pack_rules([m(res, *args, **kwargs) for m in makers]), res
+        return _rules_of_any(self, prim, ans, args, kwargs, argnums)
 
     def watch(self, x: Any) -> Traced:
         """A new leaf for ``x`` (an array) on this tape."""
@@ -99,6 +94,22 @@ class GraphTape(threading.local, Level):
 
     def __repr__(self) -> str:
         return f"<tapegrad.GraphTape {'recording' if self.active else 'paused'}>"
+
+
+def _rules_of_any(tape: GraphTape, prim: Any, ans: Any, args: Sequence[Any], kwargs: dict[str, Any],
+                  argnums: Sequence[int]) -> tuple[Traced, Any, Traced | None]:
+    """``GraphTape.rules`` for the calls it does not unroll. (A function of
+    its own: the comprehensions here make their function's variables
+    closure cells, made on every call: in ``rules`` every op paid for them,
+    the two-operand ops included.)"""
+    out = Traced(ans, tape, None)  # (one reference, as in rules: FRESH_REFS holds)
+    table = prim.vjps
+    makers = [table.get(i) or prim.vjp_maker(i) for i in argnums]
+    vjps = pack_rules([m(out, *args, **kwargs) for m in makers])
+    if sys.getrefcount(out) <= FRESH_REFS:
+        return out, vjps, None
+    res = Traced(ans, tape, None)
+    return out, pack_rules([m(res, *args, **kwargs) for m in makers]), res
 
 
 def reachable(roots: Iterable[Entry]) -> list[Entry]:

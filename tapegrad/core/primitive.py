@@ -23,6 +23,15 @@ from tapegrad.core.traced import NUMPY_DISPATCH, Traced, value
 VjpMaker = Callable[..., Callable[[Any], Any]]
 
 
+# The ``argnums`` that the one- and two-operand paths below hand to a tape's
+# ``record``: four distinct objects, so that a record can tell the common cases
+# apart by identity (``is``). Any other sequence of positions is still accepted.
+# (Built with tuple([...]): equal tuple literals could be folded into one object.)
+ARGNUMS_UNARY = _UNARY = tuple([0])  # one operand, traced
+ARGNUMS_FIRST = _FIRST = tuple([0])  # two operands, the first traced
+ARGNUMS_SECOND = _SECOND = tuple([1])  # two operands, the second traced
+ARGNUMS_BOTH = _BOTH = tuple([0, 1])  # two operands, both traced
+
 REGISTRY: list[Primitive] = []  # every named primitive (custom-rule calls make unnamed ones)
 
 
@@ -109,7 +118,7 @@ def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[...,
                             ans = prim.fun(x, **kwargs) if kwargs else prim.fun(x)
                         except ValueError as e:  # (NumPy refused the shapes: say which op and where)
                             raise op_error(prim.name, args, e)  # noqa: B904 (op_error sets the cause)
-                        return tape.record(prim, ans, args, (x,), kwargs, _FIRST)
+                        return tape.record(prim, ans, args, (x,), kwargs, _UNARY)
                     if not tape.abstract:  # a tape no longer recording: its values are constants
                         return prim.fun(x, **kwargs) if kwargs else prim.fun(x)
                 try:
@@ -200,6 +209,9 @@ def _holds(a: Any) -> bool:
     return isinstance(a, (list, tuple)) and any(_holds(o) for o in a)
 
 
+_SEQUENCES = (list, tuple)
+
+
 def _refuse_lists(args: Sequence[Any], kwargs: dict[str, Any]) -> None:
     """Raise the TypeError that ``_listed`` answers if a list or tuple argument
     holds traced values (only on the paths that would not raise it themselves)."""
@@ -255,7 +267,10 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
     y = b._value if tb else b
     try:
         if type(x) is Traced or type(y) is Traced:
-            _refuse_lists((a, b), kwargs)
+            # (a list can only be the untraced operand or a keyword: the nested
+            # path of higher order pays no call when neither is one)
+            if kwargs or isinstance(b if ta else a, _SEQUENCES):
+                _refuse_lists((a, b), kwargs)
             ans = prim.wrapped(x, y, **kwargs)
         else:
             ans = prim.fun(x, y, **kwargs) if kwargs else prim.fun(x, y)
@@ -264,7 +279,6 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
     return tape.record(prim, ans, (a, b), (x, y), kwargs, _BOTH if ta and tb else (_FIRST if ta else _SECOND))
 
 
-_FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)  # which operands are traced (argnums)
 
 
 def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Callable[[Any, Any], Any]:
@@ -306,7 +320,8 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
                 return out
             if not tape.abstract:  # a stale value: plain arithmetic
                 return prim.fun(other, x) if reflected else prim.fun(x, other)
-        elif type(other) is not Traced and defers_to(other):
+        elif (type(other) is not Traced and type(other) is not float and type(other) is not np.ndarray
+                and type(other) is not int and defers_to(other)):  # (as above: these never defer)
             return NotImplemented
         try:
             if reflected:
@@ -379,7 +394,7 @@ def _apply1(prim: Primitive, a: Traced, kwargs: dict[str, Any]) -> Any:
                 ans = prim.fun(x, **kwargs) if kwargs else prim.fun(x)
         except ValueError as e:  # (NumPy refused the shapes: say which op and where)
             raise op_error(prim.name, (a,), e)  # noqa: B904 (op_error sets the cause)
-        return tape.record(prim, ans, (a,), (x,), kwargs, _FIRST)
+        return tape.record(prim, ans, (a,), (x,), kwargs, _UNARY)
     if not tape.abstract and type(x) is not Traced:  # a tape no longer recording: a constant
         return prim.fun(x, **kwargs) if kwargs else prim.fun(x)
     return _apply(prim, (a,), kwargs)

@@ -159,7 +159,7 @@ class FacadeTape(GraphTape):
                 i, j = argnums
                 node.parents = (args[i]._node, args[j]._node)
             else:
-                node.parents = tuple([args[i]._node for i in argnums])
+                node.parents = _nodes_of(args, argnums)
             node.shape = ans.shape
         node.name = name
         node.index = next_index()
@@ -180,6 +180,13 @@ class FacadeTape(GraphTape):
 
 _new_obj = object.__new__
 _refcount = sys.getrefcount
+
+
+def _nodes_of(args: Sequence[Any], argnums: Sequence[int]) -> tuple[Any, ...]:
+    """The entries of ``args[i]`` for ``i`` in ``argnums``. (A function of its
+    own: a comprehension in ``FacadeTape.record`` would make ``args`` a closure
+    cell, built on every op.)"""
+    return tuple([args[i]._node for i in argnums])
 
 
 GT = FacadeTape()  # the facade's one tape: level 0, recording while grad mode is on
