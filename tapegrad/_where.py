@@ -95,7 +95,7 @@ def op_error(name: str, args: Sequence[Any], err: ValueError) -> BaseException:
 #
 # NumPy warns about a floating-point error (log(0), 0/0, overflow) at the
 # Python frame that ran the ufunc: inside a transform that is a tapegrad
-# file (a primitive's wrapper, a rule in vjps.py), and the "default" warning
+# file (a primitive's wrapper, a rule in a family file), and the "default" warning
 # filter then shows it once for that tapegrad line, whichever user line ran
 # into it next. While a tape records or replays, the error categories the
 # user left at "warn" are switched to "call" with a callback that issues the

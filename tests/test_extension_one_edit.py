@@ -5,7 +5,8 @@ A module written to a temporary directory defines two primitives with one
 ``float_power`` (NumPy's function: it gets NumPy's dispatch and the name in
 ``tapegrad.numpy``) and ``softplus`` (no NumPy name). Nothing else is
 registered, yet each one differentiates in reverse and forward mode to second
-order, batches under ``vmap`` without a loop, and compiles under ``jit``.
+order, batches under ``vmap`` without a loop, and compiles under ``jit``; one
+op-table row then exposes ``softplus`` on the PyTorch facade.
 """
 
 from __future__ import annotations
@@ -153,3 +154,28 @@ def test_jit_matches_eager(ext: ModuleType) -> None:
     want = tg.grad(f, argnums=(0, 1))(X, Y)
     for a, b in zip(g, want):
         np.testing.assert_allclose(a, b, rtol=1e-13)
+
+
+def test_one_op_table_row_exposes_it_on_the_facade(ext: ModuleType) -> None:
+    import tapegrad.torch as torch
+    from tapegrad.torch import _ops
+
+    forms = _ops.add_row(_ops.unary("softplus", ext.softplus, "SoftplusBackward0", saves="0"))
+    try:
+        x = torch.tensor(X, requires_grad=True)
+        y = x.softplus()
+        assert y.grad_fn.name() == "SoftplusBackward0"
+        np.testing.assert_allclose(y.detach().numpy(), np.logaddexp(0.0, X), rtol=1e-14)
+        np.testing.assert_allclose(forms["softplus"](x).detach().numpy(), np.logaddexp(0.0, X), rtol=1e-14)
+        (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+        np.testing.assert_allclose(g.detach().numpy(), _sigmoid(X), rtol=1e-13)
+        g.sum().backward()  # second order through the facade
+        s = _sigmoid(X)
+        np.testing.assert_allclose(x.grad.numpy(), s * (1 - s), rtol=1e-12)
+        z = x.detach() * 1.0
+        z.softplus_()  # the in-place twin, with the row's node name
+        np.testing.assert_allclose(z.numpy(), np.logaddexp(0.0, X), rtol=1e-14)
+    finally:
+        for name in ("softplus", "softplus_"):  # (other tests list Tensor's methods)
+            if name in vars(torch.Tensor):
+                delattr(torch.Tensor, name)

@@ -121,8 +121,8 @@ def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[...,
                         return tape.record(prim, ans, args, (x,), kwargs, _UNARY)
                     if not tape.abstract:  # a tape no longer recording: its values are constants
                         return prim.fun(x, **kwargs) if kwargs else prim.fun(x)
-                try:
-                    return _apply(prim, args, kwargs)
+                try:  # (a recording tape over a lower level's value: _apply1, the nested case)
+                    return _apply1(prim, a, kwargs) if tape.active else _apply(prim, args, kwargs)
                 except ValueError as e:  # (worded below: the traceback restarts here)
                     raise reraised(e)  # noqa: B904
             # plain arrays (a rule's work in a backward pass): no ``**{}`` (it costs 60 ns)
@@ -256,9 +256,14 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
     ta = type(a) is Traced
     tb = type(b) is Traced
     if ta and tb:
-        if a._level is not b._level:
-            return _apply(prim, (a, b), kwargs)
         tape = a._level
+        other = b._level
+        if tape is not other:  # values of two levels: the higher records, the other is a constant to it
+            if tape.level > other.level:
+                tb = False
+            else:
+                ta = False
+                tape = other
     else:
         tape = a._level if ta else b._level
     if not tape.active:
@@ -277,8 +282,6 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
     except ValueError as e:  # (NumPy refused the shapes: say which op and where)
         raise op_error(prim.name, (a, b), e)  # noqa: B904 (op_error sets the cause)
     return tape.record(prim, ans, (a, b), (x, y), kwargs, _BOTH if ta and tb else (_FIRST if ta else _SECOND))
-
-
 
 
 def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Callable[[Any, Any], Any]:

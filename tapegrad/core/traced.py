@@ -159,3 +159,16 @@ def value(x: Any) -> Any:
             return level.keep(x)
         x = x._value
     return x
+
+
+def concrete(x: Any) -> Any:
+    """The value of ``x`` if it is known now, else None.
+
+    ``value(x)`` read through every tape: a plain array (or number). None
+    when an ``abstract`` level holds it: it differs from example to example,
+    or is not known until the program runs. A rule that decides something on
+    values (a mask, a test for zeros) asks this, and takes a path that needs
+    no decision when the answer is None; it never asks which level that is.
+    """
+    v = value(x)
+    return None if type(v) is Traced else v

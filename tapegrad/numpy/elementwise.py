@@ -23,7 +23,7 @@ from tapegrad.batching import defbatch, elementwise_rule
 from tapegrad.core.engine_ops import cast_to
 from tapegrad.core.primitive import REGISTRY, defjvp, mark_batched
 from tapegrad.core.tape import consumable
-from tapegrad.core.traced import Traced, value
+from tapegrad.core.traced import Traced, concrete, value
 from tapegrad.numpy._define import elementwise, same
 
 Vjp = Callable[[Any], Any]
@@ -41,20 +41,22 @@ def _select(g: Any, m: Any) -> Any:
 
 
 def _at_zero(x: Any) -> Any:
-    """The boolean mask ``x == 0`` (a vmap's or a jit's value stays traced: no NumPy array of it)."""
-    m = value(x) == 0
-    return m if type(m) is Traced else np.asarray(m)
+    """The boolean mask ``x == 0`` (a NumPy array when ``x`` is concrete)."""
+    v = concrete(x)
+    return value(x) == 0 if v is None else np.asarray(v == 0)
 
 
 def _balanced_eq(x: Any, z: Any, y: Any) -> Any:
     """1 where x is the winner, 0.5 on ties (as JAX splits them), else 0; in
     the result's dtype (a float64 mask would promote float32 cotangents)."""
-    x, z, y = value(x), value(z), value(y)
-    win = x == z
-    if type(win) is Traced:  # a vmap's or a jit's values stay traced: no NumPy array of them
+    if concrete(x) is None or concrete(z) is None or concrete(y) is None:  # (no NumPy array of them)
+        x, z, y = value(x), value(z), value(y)
+        win = x == z
         dtype = np.result_type(z)
         out = where3(win, np.ones((), dtype), np.zeros((), dtype))
         return where3(win & (y == z), np.asarray(0.5, dtype), out)
+    x, z, y = value(x), value(z), value(y)
+    win = x == z
     out = np.asarray(win, dtype=np.result_type(z))
     tie = win & (y == z)
     if tie.any():

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad.core.primitive import nondifferentiable
-from tapegrad.core.traced import Traced, value
+from tapegrad.core.traced import Traced, concrete, value
 from tapegrad.numpy.elementwise import heaviside
 from tapegrad.numpy.indexing import Index, index_add
 from tapegrad.numpy.reductions import amax, amin
@@ -59,7 +59,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0) -> Any:
     if type(weights) is not Traced or weights._level.abstract:  # (a vmap or jit level: no gradient here)
         return _no_grad["bincount"](x, weights, minlength)
     i = np.asarray(value(x))
-    if type(value(weights)) is Traced or i.ndim != 1:
+    if concrete(weights) is None or i.ndim != 1:
         raise _refuse("bincount", "with weights batched or traced by vmap or jit")
     n = builtins.max(int(i.max()) + 1 if i.size else 0, minlength)
     return index_add(weights, Index(i, 1), (n,), 0)
@@ -71,7 +71,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
     flags = (return_index, return_inverse, return_counts)
     if type(ar) is not Traced or ar._level.abstract:
         return _no_grad["unique"](ar, *flags, axis, **kwargs)
-    if axis is not None or type(value(ar)) is Traced:
+    if axis is not None or concrete(ar) is None:
         raise _refuse("unique", "with axis=, or of a value batched or traced by vmap or jit,")
     got = list(np.unique(value(ar), True, return_inverse, return_counts, **kwargs))
     vals = ar.reshape(-1)[got[1]]
@@ -85,7 +85,7 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None, we
     if all(type(v) is not Traced or v._level.abstract for v in (a, weights)):
         return _no_grad["histogram"](a, bins, range, density, weights)
     given = hasattr(bins, "__len__") and not isinstance(bins, str)  # edges given: they get no gradient
-    if type(weights) is Traced or (range is not None and not given) or (type(value(a)) is Traced):
+    if type(weights) is Traced or (range is not None and not given) or concrete(a) is None:
         raise _refuse("histogram", "with traced weights or range=, or of a value batched or traced by vmap or jit,")
     hist, edges = np.histogram(value(a), bins, range, None, None)
     if not given:

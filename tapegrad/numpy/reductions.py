@@ -21,7 +21,7 @@ from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, elementwise_rule, shift_axes, shift_axis
 from tapegrad.core.engine_ops import broadcast_to
 from tapegrad.core.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive
-from tapegrad.core.traced import Traced, value
+from tapegrad.core.traced import Traced, concrete, value
 from tapegrad.numpy._define import bound, nbatch, neg_axes
 from tapegrad.numpy.elementwise import exp, multiply
 from tapegrad.numpy.shapes import (
@@ -185,11 +185,11 @@ def _prod_of_others(x: Any, axis: Any) -> Any:
 
 
 def _no_zeros(x: Any) -> bool:
-    """Does ``x`` hold no zero? Only asked of plain values: a batched (vmap) or
-    traced (jit) ``x`` takes the rule that is exact with zeros too, which needs
-    no decision on its values."""
-    v = value(x)
-    return type(v) is not Traced and bool(np.all(v != 0))
+    """Does ``x`` hold no zero? Only asked of concrete values: any other ``x``
+    takes the rule that is exact with zeros too, which needs no decision on
+    its values."""
+    v = concrete(x)
+    return v is not None and bool(np.all(v != 0))
 
 
 def _vjp_prod(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Rule:
