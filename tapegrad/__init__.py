@@ -17,6 +17,7 @@ from tapegrad.core.tape import Tape
 from tapegrad.core.traced import value
 from tapegrad.debug import debug_nans
 from tapegrad.flatten import ravel_pytree
+from tapegrad.numpy._define import elementwise
 from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
 from tapegrad.testing import check_grads
 from tapegrad.transforms import (
@@ -51,6 +52,7 @@ __all__ = [
     "defvjp",
     "defvjp_argnum",
     "distributed",
+    "elementwise",
     "elementwise_grad",
     "grad",
     "hessian",

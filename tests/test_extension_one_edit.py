@@ -30,7 +30,7 @@ MODULE = '''
 import numpy as np
 
 import tapegrad.numpy as tnp
-from tapegrad.numpy._define import elementwise
+from tapegrad import elementwise
 
 # x ** y in float64: one edit gives the VJPs, the JVPs, the batching rule, np.float_power's dispatch
 float_power = elementwise(np.float_power,

@@ -94,6 +94,12 @@ def elementwise(fun: Callable[..., Any], *vjps: Maker | None, name: str | None =
     name in ``tapegrad.numpy``.
 
     Returns the primitive (called on plain arrays it is ``fun``).
+
+    Examples:
+        >>> logcosh = tg.elementwise(lambda x: np.logaddexp(x, -x) - np.log(2.0),
+        ...                          lambda ans, x: lambda g: g * tnp.tanh(x), name="logcosh")
+        >>> tg.grad(lambda x: tnp.sum(logcosh(x)))(np.array([0.0, 1.0]))
+        array([0.        , 0.76159416])
     """
     fn = primitive(fun, name)
     name = fn.primitive.name  # type: ignore[attr-defined]
