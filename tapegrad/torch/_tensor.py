@@ -27,8 +27,8 @@ from tapegrad.torch._tensor_base import TensorBase, register_tensor_class
 __all__ = ["FUNCTIONS", "Tensor", "_rebuild"]  # (_rebuild: files saved before it moved to _convert)
 
 
-class Tensor(TensorBase, RowOps, ConvertOps, ShapeOps, IndexingOps, ReductionOps, MathOps, InplaceOps, ArithOps,
-             RandomOps):
+class Tensor(RowOps, ConvertOps, ShapeOps, IndexingOps, ReductionOps, MathOps, InplaceOps, ArithOps, RandomOps,
+             TensorBase):
     """A PyTorch-style tensor on tapegrad's tape.
 
     Build one with ``tapegrad.torch.tensor`` (or ``zeros``, ``randn`` ...).
