@@ -144,3 +144,31 @@ def test_every_node_name_the_facade_makes_is_declared_in_the_op_table_module() -
                     and re.fullmatch(r"[A-Z][A-Za-z0-9]*Backward[0-9]*[A-Za-z0-9_]*", n.value)
                     and n.value not in declared)
     assert not undeclared, f"node names not declared in tapegrad/torch/_ops.py: {sorted(undeclared)}"
+
+
+def test_tensor_inherits_its_methods_and_type_checkers_see_the_rows() -> None:
+    """``Tensor`` gets every method from its op-family classes (no setattr at
+    import: ``help()``, IDEs and mypy see them), and the table's ``RowOps``
+    declares for type checkers exactly the methods its rows make."""
+    import ast
+    import inspect
+    import pydoc
+
+    from tapegrad.torch import _ops
+
+    T = torch.Tensor
+    for name in ("exp", "exp_", "add", "add_", "sum", "softmax", "view", "clamp_", "bitwise_and"):
+        assert name not in vars(T), name
+        assert any(name in vars(c) for c in T.__mro__[1:]), name
+    text = pydoc.render_doc(T, renderer=pydoc.plaintext)
+    assert "exp_(" in text and "add_(" in text
+    tree = ast.parse(inspect.getsource(_ops))
+    declared: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "RowOps":
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    declared.add(item.name)
+                elif isinstance(item, ast.Assign):
+                    declared.update(t.id for t in item.targets if isinstance(t, ast.Name))
+    assert declared == set(_ops.ROW_METHODS)

@@ -22,13 +22,14 @@ from tapegrad.torch._graph import (
 )
 from tapegrad.torch._promote import _contiguous, _promote, _scalar_operand
 from tapegrad.torch._shape_errors import broadcast_mismatch, matmul_mismatch
-from tapegrad.torch._tensor import (
+from tapegrad.torch._tensor_base import (
     _ADD,
     _DIV,
     _MATMUL,
     _MUL,
     _SUB,
     Tensor,
+    TensorBase,
     _new,
     _operator,
     _rec2,
@@ -36,10 +37,10 @@ from tapegrad.torch._tensor import (
     _result,
     _v,
 )
-from tapegrad.torch._tensor import OpsBase as _Base
+from tapegrad.torch._tensor_base import OpsBase as _Base
 
 
-def _check_bool_sub(x: Tensor, other: Any) -> None:
+def _check_bool_sub(x: TensorBase, other: Any) -> None:
     """PyTorch refuses ``-`` with a bool operand (a tensor, or a Python bool)."""
     x_bool = x._value.dtype == np.bool_
     o_bool = isinstance(other, builtins.bool) or (isinstance(other, Tensor) and other._value.dtype == np.bool_)
@@ -51,7 +52,7 @@ def _check_bool_sub(x: Tensor, other: Any) -> None:
                            "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
-def _operands(self: Tensor, other: Any, div: bool = False) -> tuple[Any, Any, Any]:
+def _operands(self: TensorBase, other: Any, div: bool = False) -> tuple[Any, Any, Any]:
     a = self._value
     if isinstance(other, Tensor):
         b = other._value
@@ -77,7 +78,7 @@ def _as_tensor(x: Any) -> Tensor:
 
 
 class ArithOps(_Base):
-    """The methods this module adds to ``Tensor`` (installed by ``_ops.py``)."""
+    """The methods this module adds to ``Tensor`` (``Tensor`` inherits them: see ``_tensor.py``)."""
 
     # --- arithmetic ----------------------------------------------------------------------------------
     def _arith(self, other: Any, fn: Any, name: str, div: builtins.bool = False) -> Tensor:
@@ -186,7 +187,7 @@ class ArithOps(_Base):
         return _result(tnp.negative(self._value), "NegBackward0", (self,))
 
     def __pos__(self) -> Tensor:
-        return self
+        return self  # type: ignore[return-value]  # (self: a Tensor)
 
     def __abs__(self) -> Tensor:
         return self.abs()
@@ -375,7 +376,7 @@ class ArithOps(_Base):
         return _renamed(r, "LerpBackward0", (self, end))
 
 
-def _matmul_composite(x: Tensor, y: Tensor, a: Any, b: Any) -> Tensor:
+def _matmul_composite(x: TensorBase, y: TensorBase, a: Any, b: Any) -> Tensor:
     """``x @ y`` (values ``a``, ``b``) as PyTorch's composite records it: a
     vector times a matrix as ``SqueezeBackward4 <- MmBackward0 <-
     UnsqueezeBackward0``; a batch of matrices times a matrix or vector folded

@@ -15,7 +15,7 @@ import numpy as np
 
 from tapegrad.batching import BatchTrace
 from tapegrad.core.traced import Traced, value
-from tapegrad.torch._tensor import Tensor, _new
+from tapegrad.torch._tensor_base import Tensor, _new
 
 
 def _const(r: Any, dtype: Any = None) -> Tensor:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+from typing_extensions import Self
 
 import tapegrad.numpy as tnp
 from tapegrad.core.traced import Traced, value
@@ -27,8 +28,8 @@ from tapegrad.torch._batched import CONTROL_FLOW, ITEM, batched_repr
 from tapegrad.torch._creation import tensor
 from tapegrad.torch._graph import version_of
 from tapegrad.torch._promote import _cast, _contiguous, _shape_arg
-from tapegrad.torch._tensor import OpsBase as _Base
-from tapegrad.torch._tensor import Tensor, _new, _rebuild, _result, _v
+from tapegrad.torch._tensor_base import OpsBase as _Base
+from tapegrad.torch._tensor_base import Tensor, _new, _result, _v
 
 
 class ConvertOps(_Base):
@@ -90,7 +91,7 @@ class ConvertOps(_Base):
 
     def contiguous(self, memory_format: Any = None) -> Tensor:
         """``self`` when contiguous, else a row-major copy (``CloneBackward0``)."""
-        return self if self.is_contiguous() else self.clone()
+        return self if self.is_contiguous() else self.clone()  # type: ignore[return-value]  # (self: a Tensor)
 
     def is_floating_point(self) -> bool:
         return self._value.dtype.kind == "f"
@@ -107,7 +108,7 @@ class ConvertOps(_Base):
         return self._nr
 
     @property
-    def T(self) -> Tensor:  # noqa: N802
+    def T(self) -> Self:  # noqa: N802
         if self.ndim < 2:
             return self
         return self.permute(*range(self.ndim - 1, -1, -1))
@@ -119,7 +120,7 @@ class ConvertOps(_Base):
     @property
     def real(self) -> Tensor:
         if self._value.dtype.kind != "c":
-            return self
+            return self  # type: ignore[return-value]  # (self: a Tensor)
         return _result(tnp.real(self._value), "RealBackward0", (self,))
 
     @property
@@ -313,3 +314,10 @@ class ConvertOps(_Base):
             t._grad = _new(np.array(value(self._grad._value), copy=True))
         memo[id(self)] = t
         return t
+
+
+def _rebuild(v: Any, requires_grad: bool) -> Tensor:
+    t = _new(np.array(v))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t

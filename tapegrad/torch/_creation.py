@@ -18,7 +18,7 @@ from tapegrad.numpy import primitives as tp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._graph import GT, SCALAR_TYPE, bump
 from tapegrad.torch._promote import _promote, _shape_arg
-from tapegrad.torch._tensor import Tensor, _new, _result, _v
+from tapegrad.torch._tensor_base import Tensor, _new, _result, _v
 
 REQUIRES_FLOAT = "Only Tensors of floating point and complex dtype can require gradients"
 

@@ -21,8 +21,8 @@ from tapegrad.torch._graph import (
 )
 from tapegrad.torch._inplace import _DONE
 from tapegrad.torch._promote import _INT_INDEX, _broadcast_shape, _cast, _check_bounds, _dim
-from tapegrad.torch._tensor import OpsBase as _Base
-from tapegrad.torch._tensor import Tensor, _new, _result, _v, _viewed
+from tapegrad.torch._tensor_base import OpsBase as _Base
+from tapegrad.torch._tensor_base import Tensor, TensorBase, _new, _result, _v, _viewed
 
 
 def _index_arg(index: Any, dtypes: tuple[str, ...], exc: type[Exception], msg: str) -> Any:
@@ -34,7 +34,7 @@ def _index_arg(index: Any, dtypes: tuple[str, ...], exc: type[Exception], msg: s
     return idx
 
 
-def _scatter_key(x: Tensor, dim: int, index: Any, src: Any) -> tuple[tuple[Any, ...], tuple[slice, ...]]:
+def _scatter_key(x: TensorBase, dim: int, index: Any, src: Any) -> tuple[tuple[Any, ...], tuple[slice, ...]]:
     """For ``x.scatter(dim, index, src)`` and ``scatter_add``: the NumPy index
     of the elements of ``x`` written (``index`` along ``dim``, its own
     positions along the others) and the part of ``src`` read, after
@@ -61,7 +61,7 @@ def _scatter_key(x: Tensor, dim: int, index: Any, src: Any) -> tuple[tuple[Any, 
     return key, tuple(slice(0, n) for n in idx.shape)
 
 
-def _put(x: Tensor, key: tuple[Any, ...], v: Any, src: Tensor | None, name: str) -> Tensor:
+def _put(x: TensorBase, key: tuple[Any, ...], v: Any, src: Tensor | None, name: str) -> Tensor:
     """``x`` with ``v`` (values of tensor ``src``, or a number) written at NumPy
     index ``key``: node ``name`` with inputs ``x`` (and ``src``). Written-over
     elements get no gradient; each written value the gradient where it went."""
@@ -71,7 +71,7 @@ def _put(x: Tensor, key: tuple[Any, ...], v: Any, src: Tensor | None, name: str)
     return _result(tp.index_set(a, tp.NormalizedIndex(key, a.ndim), v), name, (x,) if src is None else (x, src))
 
 
-def _added(x: Tensor, key: tuple[Any, ...], v: Any, src: Tensor, name: str) -> Tensor:
+def _added(x: TensorBase, key: tuple[Any, ...], v: Any, src: Tensor, name: str) -> Tensor:
     """``x`` with values ``v`` of tensor ``src`` added at NumPy index ``key``
     (repeated positions add up): node ``name`` with inputs ``x`` and ``src``."""
     a = x._value
@@ -144,7 +144,7 @@ def _index_name(key: Any, setting: bool = False) -> str:
 
 
 class IndexingOps(_Base):
-    """The methods this module adds to ``Tensor`` (installed by ``_ops.py``)."""
+    """The methods this module adds to ``Tensor`` (``Tensor`` inherits them: see ``_tensor.py``)."""
 
     def index_select(self, dim: builtins.int, index: Tensor) -> Tensor:
         key = (slice(None),) * (dim % self.ndim) + (value(_v(index)),)

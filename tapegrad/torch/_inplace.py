@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from numpy import generic as _generic
 from numpy import ndarray
+from typing_extensions import Self
 
 import tapegrad.numpy as tnp
 from tapegrad.core.traced import Traced, value
@@ -31,7 +32,7 @@ from tapegrad.torch._graph import (
 )
 from tapegrad.torch._prims import stepped
 from tapegrad.torch._promote import _cast
-from tapegrad.torch._tensor import (
+from tapegrad.torch._tensor_base import (
     LEAF_INPLACE,
     MULTI_VIEW,
     OVERLAP_INPLACE,
@@ -41,7 +42,7 @@ from tapegrad.torch._tensor import (
     _node,
     _v,
 )
-from tapegrad.torch._tensor import OpsBase as _Base
+from tapegrad.torch._tensor_base import OpsBase as _Base
 
 
 def _read_view(b: Any, kind: str, arg: Any) -> Any:
@@ -88,29 +89,29 @@ def _tensors(*xs: Any) -> tuple[Any, ...]:
 
 
 class InplaceOps(_Base):
-    """The methods this module adds to ``Tensor`` (installed by ``_ops.py``)."""
+    """The methods this module adds to ``Tensor`` (``Tensor`` inherits them: see ``_tensor.py``)."""
 
-    def _inplace_as(self, name: str, op: Callable[[Tensor], Tensor], other: Any = None) -> Tensor:
+    def _inplace_as(self, name: str, op: Callable[[Tensor], Tensor], other: Any = None) -> Self:
         """Out-of-place ``op`` of this tensor written into it, as node ``name``
         (with ``other``, when a tensor, as the op's other input)."""
         return self._inplace(name, lambda a: op(_new(a))._value, (other,) if isinstance(other, Tensor) else ())
 
     def scatter_(self, dim: builtins.int, index: Tensor, src: Any = None, value: Any = None, *,
-                 reduce: str | None = None) -> Tensor:
+                 reduce: str | None = None) -> Self:
         """In-place ``scatter``."""
         s = value if src is None else src
         name = "ScatterBackward0" if isinstance(s, Tensor) else "ScatterBackward1"
         return self._inplace_as(name, lambda t: t.scatter(dim, index, s, reduce=reduce), s)
 
-    def scatter_add_(self, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
+    def scatter_add_(self, dim: builtins.int, index: Tensor, src: Tensor) -> Self:
         """In-place ``scatter_add``."""
         return self._inplace_as("ScatterAddBackward0", lambda t: t.scatter_add(dim, index, src), src)
 
-    def index_add_(self, dim: builtins.int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    def index_add_(self, dim: builtins.int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Self:
         """In-place ``index_add``."""
         return self._inplace_as("IndexAddBackward0", lambda t: t.index_add(dim, index, source, alpha=alpha), source)
 
-    def index_fill_(self, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
+    def index_fill_(self, dim: builtins.int, index: Tensor, value: Any) -> Self:
         """In-place ``index_fill``."""
         name = "IndexFillBackward1" if isinstance(value, Tensor) else "IndexFillBackward0"
         return self._inplace_as(name, lambda t: t.index_fill(dim, index, value), value)
@@ -118,7 +119,7 @@ class InplaceOps(_Base):
 
     # --- in place ----------------------------------------------------------------------------------------
     def _inplace(self, name: str, fn: Callable[[Any], Any], others: tuple[Any, ...] = (),
-                 saves_output: builtins.bool = False) -> Tensor:
+                 saves_output: builtins.bool = False) -> Self:
         """Run an in-place op: recorded as a functional update when it must be
         (the tensor now names the result), else written into the buffer.
         ``saves_output``: PyTorch's backward of the op reads its result (``exp_``,
@@ -288,7 +289,7 @@ class InplaceOps(_Base):
         else:
             self._value = arr
 
-    def _binary_(self, other: Any, fn: Any, name: str, div: builtins.bool = False, scalar_edge: builtins.bool = True) -> Tensor:
+    def _binary_(self, other: Any, fn: Any, name: str, div: builtins.bool = False, scalar_edge: builtins.bool = True) -> Self:
         o = other if isinstance(other, Tensor) else None
 
         def op(a: Any) -> Any:
@@ -299,51 +300,51 @@ class InplaceOps(_Base):
 
         return self._inplace(name, op, (o,) if (o is not None or scalar_edge) else ())
 
-    def add_(self, other: Any, alpha: Any = 1) -> Tensor:
+    def add_(self, other: Any, alpha: Any = 1) -> Self:
         if alpha != 1 and isinstance(other, Tensor):  # one AddBackward0 over self and other, as PyTorch's
             return self._binary_(other, lambda a, b: tnp.add(a, tnp.multiply(b, alpha)), "AddBackward0")
         return self._binary_(other * alpha if alpha != 1 else other, tnp.add, "AddBackward0")
 
-    def sub_(self, other: Any, alpha: Any = 1) -> Tensor:
+    def sub_(self, other: Any, alpha: Any = 1) -> Self:
         _check_bool_sub(self, other)
         if alpha != 1 and isinstance(other, Tensor):
             return self._binary_(other, lambda a, b: tnp.subtract(a, tnp.multiply(b, alpha)), "SubBackward0")
         return self._binary_(other * alpha if alpha != 1 else other, tnp.subtract, "SubBackward0")
 
-    def mul_(self, other: Any) -> Tensor:
+    def mul_(self, other: Any) -> Self:
         return self._binary_(other, tnp.multiply, "MulBackward0")
 
-    def div_(self, other: Any) -> Tensor:
+    def div_(self, other: Any) -> Self:
         return self._binary_(other, tnp.divide, "DivBackward0", div=True,
                              scalar_edge=isinstance(other, Tensor))
 
-    def pow_(self, exponent: Any) -> Tensor:
+    def pow_(self, exponent: Any) -> Self:
         name = "PowBackward1" if isinstance(exponent, Tensor) else "PowBackward0"
         return self._binary_(exponent, tnp.power, name, scalar_edge=False)
 
     # The composites below run the out-of-place op on the tensor's value inside
     # the in-place step, so that one node (PyTorch's) takes self and the op's
     # tensor arguments as its edges, and self's own gradient flows through it.
-    def addcmul_(self, t1: Any, t2: Any, value: Any = 1) -> Tensor:
+    def addcmul_(self, t1: Any, t2: Any, value: Any = 1) -> Self:
         return self._inplace("AddcmulBackward0", lambda a: _new(a).addcmul(t1, t2, value)._value, _tensors(t1, t2))
 
-    def addcdiv_(self, t1: Any, t2: Any, value: Any = 1) -> Tensor:
+    def addcdiv_(self, t1: Any, t2: Any, value: Any = 1) -> Self:
         return self._inplace("AddcdivBackward0", lambda a: _new(a).addcdiv(t1, t2, value)._value, _tensors(t1, t2))
 
-    def lerp_(self, end: Any, weight: Any) -> Tensor:
+    def lerp_(self, end: Any, weight: Any) -> Self:
         if isinstance(weight, Tensor):
             return self._inplace("LerpBackward1", lambda a: _new(a).lerp(end, weight)._value, _tensors(end, weight))
         return self._inplace("LerpBackward0", lambda a: _new(a).lerp(end, weight)._value, _tensors(end))
 
-    def neg_(self) -> Tensor:
+    def neg_(self) -> Self:
         return self._inplace("NegBackward0", lambda a: tnp.negative(a))
 
 
-    def zero_(self) -> Tensor:
+    def zero_(self) -> Self:
         """Fill with zeros in place."""
         return self._inplace("ZeroBackward0", lambda a: _overwritten(a, np.zeros_like(value(a))))
 
-    def fill_(self, fill: Any) -> Tensor:
+    def fill_(self, fill: Any) -> Self:
         """Fill with ``fill`` (a number or a one-element tensor) in place."""
         f = _v(fill)
 
@@ -357,7 +358,7 @@ class InplaceOps(_Base):
         return self._inplace("FillBackward2" if not isinstance(fill, Tensor) else "FillBackward3", op,
                              (fill,) if isinstance(fill, Tensor) else ())
 
-    def copy_(self, src: Any, non_blocking: builtins.bool = False) -> Tensor:
+    def copy_(self, src: Any, non_blocking: builtins.bool = False) -> Self:
         """Copy ``src`` (broadcast, cast) into this tensor in place."""
         s = _v(src)
 
@@ -368,28 +369,28 @@ class InplaceOps(_Base):
 
         return self._inplace("CopyBackwards", op, (src if isinstance(src, Tensor) else None,))
 
-    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    def clamp_(self, min: Any = None, max: Any = None) -> Self:  # noqa: A002
         return self._inplace("ClampBackward1", lambda a: _new(a).clamp(min, max)._value)
 
     clip_ = clamp_
 
-    def clamp_min_(self, min: Any) -> Tensor:  # noqa: A002
+    def clamp_min_(self, min: Any) -> Self:  # noqa: A002
         return self._inplace("ClampMinBackward0", lambda a: _new(a).clamp(min=min)._value)
 
-    def masked_fill_(self, mask: Any, v: Any) -> Tensor:
+    def masked_fill_(self, mask: Any, v: Any) -> Self:
         return self._inplace("MaskedFillBackward0", lambda a: _new(a).masked_fill(mask, v)._value)
 
-    def normal_(self, mean: builtins.float = 0.0, std: builtins.float = 1.0, generator: Any = None) -> Tensor:
+    def normal_(self, mean: builtins.float = 0.0, std: builtins.float = 1.0, generator: Any = None) -> Self:
         from tapegrad.torch._creation import _rng
 
         return self._redraw("NormalBackward0", lambda shape: _rng(generator).normal(mean, std, shape))
 
-    def uniform_(self, a: builtins.float = 0.0, b: builtins.float = 1.0, generator: Any = None) -> Tensor:
+    def uniform_(self, a: builtins.float = 0.0, b: builtins.float = 1.0, generator: Any = None) -> Self:
         from tapegrad.torch._creation import _rng
 
         return self._redraw("UniformBackward0", lambda shape: _rng(generator).uniform(a, b, shape))
 
-    def _redraw(self, name: str, draw: Callable[[tuple[builtins.int, ...]], Any]) -> Tensor:
+    def _redraw(self, name: str, draw: Callable[[tuple[builtins.int, ...]], Any]) -> Self:
         """Replace the elements with ``draw(shape)`` (a random op in place, node ``name``):
         the old values get an exact zero gradient, as in PyTorch."""
         from tapegrad.torch._prims import stepped
@@ -397,22 +398,22 @@ class InplaceOps(_Base):
         return self._inplace(name, lambda a: stepped(a, draw(a.shape).astype(value(a).dtype, copy=False)))
 
     def __iadd__(self, other: Any) -> Tensor:
-        return self.add_(other)
+        return self.add_(other)  # type: ignore[return-value]  # (self: a Tensor)
 
     def __isub__(self, other: Any) -> Tensor:
-        return self.sub_(other)
+        return self.sub_(other)  # type: ignore[return-value]  # (self: a Tensor)
 
     def __imul__(self, other: Any) -> Tensor:
-        return self.mul_(other)
+        return self.mul_(other)  # type: ignore[return-value]  # (self: a Tensor)
 
     def __itruediv__(self, other: Any) -> Tensor:
-        return self.div_(other)
+        return self.div_(other)  # type: ignore[return-value]  # (self: a Tensor)
 
     def __ipow__(self, other: Any) -> Tensor:
-        return self.pow_(other)
+        return self.pow_(other)  # type: ignore[return-value]  # (self: a Tensor)
 
     # --- in-place shape changes (``unsqueeze_``, ``squeeze_``, ``t_``) ---------------------------------
-    def _reshaped_(self, r: Tensor, name: str) -> Tensor:
+    def _reshaped_(self, r: Tensor, name: str) -> Self:
         """This tensor becomes ``r``, an out-of-place shape change of it, as node ``name``."""
         v = self._value
         if type(v) is Traced and v._level is GT and GT.active and self._grad_fn is None and v._node.prim is None:
@@ -430,13 +431,13 @@ class InplaceOps(_Base):
         bump(self)
         return self
 
-    def unsqueeze_(self, dim: builtins.int) -> Tensor:
+    def unsqueeze_(self, dim: builtins.int) -> Self:
         return self._reshaped_(self.unsqueeze(dim), "UnsqueezeBackward1")
 
-    def squeeze_(self, dim: Any = None) -> Tensor:
+    def squeeze_(self, dim: Any = None) -> Self:
         name = "SqueezeBackward3" if dim is None else "SqueezeBackward5" if isinstance(dim, (tuple, list)) \
             else "SqueezeBackward4"
         return self._reshaped_(self.squeeze() if dim is None else self.squeeze(dim), name)
 
-    def t_(self) -> Tensor:
+    def t_(self) -> Self:
         return self._reshaped_(self.t(), "TBackward1")

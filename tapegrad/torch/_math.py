@@ -25,12 +25,12 @@ from tapegrad.torch._graph import (
     node_class,
 )
 from tapegrad.torch._promote import _cast, _default_float, _dims, _scalar_operand
-from tapegrad.torch._tensor import _LOGSUMEXP, Tensor, _new, _rec1, _result, _v
-from tapegrad.torch._tensor import OpsBase as _Base
+from tapegrad.torch._tensor_base import _LOGSUMEXP, Tensor, _new, _rec1, _result, _v
+from tapegrad.torch._tensor_base import OpsBase as _Base
 
 
 class MathOps(_Base):
-    """The methods this module adds to ``Tensor`` (installed by ``_ops.py``)."""
+    """The methods this module adds to ``Tensor`` (``Tensor`` inherits them: see ``_tensor.py``)."""
 
     def _unary(self, fn: Any, name: str) -> Tensor:
         a = self._value

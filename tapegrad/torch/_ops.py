@@ -1,25 +1,26 @@
-"""The facade's op table: one row per ``Tensor`` op, and the step that installs them.
+"""The facade's op table: one row per ``Tensor`` op.
 
 A row names the method (and its aliases), the function that implements it (a
 primitive wrapped by ``unary``, or a bespoke method of one of the op
 modules), PyTorch's node name for a plain call, its in-place twin ``name_``
 (and the node name that records), and which names have a ``torch.name``
-function form. ``install`` puts the methods, aliases and twins on
-``Tensor`` and returns the function forms (``tapegrad/torch/__init__.py``
-exports them); the rows are also the one source of the prim-to-node names
-``_graph.core_name`` uses.
+function form. The methods the rows make that no op module defines are the
+class ``RowOps`` (``ROW_METHODS``), which ``Tensor`` inherits with the op
+modules' classes (``_tensor.py``); the rows are also the one source of the
+function forms (``FUNCTIONS``) and of the prim-to-node names
+``_graph.core_name`` uses. ``add_row`` adds a row from another module at run
+time (the extension API: that method is set on the class then).
 
-Import direction: ``_promote`` < ``_tensor`` < ``_arith`` < ``_inplace`` <
-``_math`` < ``_reductions`` < ``_indexing`` < ``_shape`` < ``_ops`` (each
-imports only modules to its left); ``tapegrad/torch/__init__.py`` imports this
-module, which installs everything on ``Tensor`` when it is first imported.
+Import direction: ``_promote`` < ``_tensor_base`` < ``_arith`` < ``_inplace`` <
+``_math`` < ``_reductions`` < ``_indexing`` < ``_shape`` < ``_ops`` <
+``_tensor`` (each imports only modules to its left).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,7 +37,14 @@ from tapegrad.torch._math import MathOps as M
 from tapegrad.torch._random import RandomOps as RND
 from tapegrad.torch._reductions import ReductionOps as R
 from tapegrad.torch._shape import ShapeOps as S
-from tapegrad.torch._tensor import Tensor, _new, _unary_method
+from tapegrad.torch._tensor_base import (
+    OpsBase,
+    Tensor,
+    TensorBase,
+    _new,
+    _unary_method,
+    tensor_class,
+)
 
 
 @dataclass(frozen=True)
@@ -304,7 +312,7 @@ TABLE: tuple[Op, ...] = (
     op("diff", S.diff, "SubBackward0"),
     # --- class-body methods with a function form ---
     op("clone", ConvertOps.clone, "CloneBackward0", prim="copy"),
-    op("detach", Tensor.detach, None),
+    op("detach", TensorBase.detach, None),
     # --- in place only ---
     inplace_only("zero_", I.zero_, "ZeroBackward0"),
     inplace_only("fill_", I.fill_, "FillBackward2", variants="FillBackward3"),
@@ -359,71 +367,80 @@ SAVES: dict[str, str] = {
     "ReplicationPad1DBackward0": "0", "ReplicationPad2DBackward0": "0", "ReplicationPad3DBackward0": "0",
 }
 
-# Methods the op modules hold that are no row: operators, helpers (installed as they are).
-HOLDERS = (A, I, M, R, X, S)
+# The op-family classes ``Tensor`` derives from (``_tensor.py``), in order of
+# precedence, before ``RowOps`` (first) and ``TensorBase`` (last).
+FAMILIES: tuple[type, ...] = (ConvertOps, S, X, R, M, I, A, RND)
 _NOT_METHODS = frozenset({"__module__", "__doc__", "__dict__", "__weakref__", "__qualname__", "__hash__",
                           "__annotations__", "__firstlineno__", "__static_attributes__", "__orig_bases__"})
 
 
-def _set(name: str, fn: Any) -> None:
-    if isinstance(fn, type(_set)) and fn.__qualname__.split(".")[0] in {h.__name__ for h in HOLDERS}:
-        fn.__qualname__ = f"Tensor.{fn.__name__}"
-    setattr(Tensor, name, fn)
+def _row_names(row: Op) -> dict[str, Callable[..., Any]]:
+    """The methods ``row`` gives ``Tensor``: name -> function."""
+    out = dict.fromkeys((row.name, *row.aliases), row.impl)
+    if row.inplace is not None:
+        out.update(dict.fromkeys((row.name + "_", *row.twin_aliases), row.inplace))
+    return out
 
 
-def install() -> dict[str, Callable[..., Any]]:
-    """Put every row's method, aliases and twin on ``Tensor`` (and the op
-    modules' operators and helpers), register the rows' prim-to-node names
-    with ``_graph``, and return the function forms, name -> function."""
+def _check_families() -> None:
+    """Each public method of an op-family class is a row's (the table lists every op)."""
     names: set[str] = set()
     for row in TABLE:
-        names.update((row.name, *row.aliases))
-        if row.twin is not None:
-            names.update((row.twin, *row.twin_aliases))
-    for holder in HOLDERS:
-        for name, fn in vars(holder).items():
-            if name in _NOT_METHODS:
-                continue
+        names.update(_row_names(row))
+    for family in FAMILIES[1:]:
+        for name in vars(family):
             if not name.startswith("_") and name not in names:
-                raise RuntimeError(f"tapegrad.torch: {holder.__name__}.{name} has no row in the op table")
-            if name.startswith("_"):
-                _set(name, fn)
-    for name, fn in vars(ConvertOps).items():  # (not ops: no rows; installed as they are)
-        if name not in _NOT_METHODS or (name == "__hash__" and fn is not None):
-            setattr(Tensor, name, fn)
-    forms: dict[str, Callable[..., Any]] = {}
-    for node, spec in SAVES.items():
-        _graph.register_saves(node, spec)
+                raise RuntimeError(f"tapegrad.torch: {family.__name__}.{name} has no row in the op table")
+
+
+def _row_methods() -> dict[str, Callable[..., Any]]:
+    """The methods the rows make that no op-family class holds under that
+    name (the unary ops, the aliases, the twins made by ``TWIN``): name -> function."""
+    out: dict[str, Callable[..., Any]] = {}
     for row in TABLE:
-        forms.update(_install_row(row))
-    return forms
+        for name, fn in _row_names(row).items():
+            if not any(vars(f).get(name) is fn for f in (*FAMILIES, TensorBase)):
+                out[name] = fn
+    return out
 
 
-def _install_row(row: Op) -> dict[str, Callable[..., Any]]:
-    """Put ``row``'s method, aliases and twin on ``Tensor``, register its
-    node names with ``_graph``; return its function forms, name -> function."""
-    for name in (row.name, *row.aliases):
-        _set(name, row.impl)
-    if row.inplace is not None:
-        for name in (row.name + "_", *row.twin_aliases):
-            _set(name, row.inplace)
+def _register(row: Op) -> dict[str, Callable[..., Any]]:
+    """Register ``row``'s node names with ``_graph``; return its function forms, name -> function."""
     if row.prim is not None and row.node is not None:
         _graph.register_core_name(row.prim, row.node)
     if row.saves and row.node is not None:
         _graph.register_saves(row.node, row.saves)
-    return {name: _function_form(name) for name in row.functions}
+    methods = _row_names(row)
+    return {name: _function_form(name, methods[name]) for name in row.functions}
+
+
+def _register_all() -> dict[str, Callable[..., Any]]:
+    """Register every row's node names (and ``SAVES``) with ``_graph``; return the function forms."""
+    _check_families()
+    for node, spec in SAVES.items():
+        _graph.register_saves(node, spec)
+    forms: dict[str, Callable[..., Any]] = {}
+    for row in TABLE:
+        forms.update(_register(row))
+    return forms
 
 
 def add_row(row: Op) -> dict[str, Callable[..., Any]]:
     """Add one op to the facade after import: a row made by ``unary`` or
     ``op``, as the rows of ``TABLE`` are (a primitive defined in another
-    module: see docs/extending.md). Its method, aliases and twin go on
-    ``Tensor``; returns its ``torch.name`` forms, name -> function, for the
-    caller to export. Refuses a name ``Tensor`` already has."""
-    for name in (row.name, *row.aliases, *((row.name + "_", *row.twin_aliases) if row.inplace else ())):
-        if hasattr(Tensor, name):
+    module: see docs/extending.md). This is the extension API: its method,
+    aliases and twin are set on ``Tensor`` at run time (so, unlike the
+    table's, a type checker does not see them); returns its ``torch.name``
+    forms, name -> function, for the caller to export. Refuses a name
+    ``Tensor`` already has."""
+    cls = tensor_class()
+    methods = _row_names(row)
+    for name in methods:
+        if hasattr(cls, name):
             raise ValueError(f"tapegrad.torch: Tensor.{name} exists already")
-    return _install_row(row)
+    for name, fn in methods.items():
+        setattr(cls, name, fn)
+    return _register(row)
 
 
 _SCALAR_TYPE = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "uint8": "Byte",
@@ -471,8 +488,7 @@ def write_out(name: str, out: Any, fn: Callable[..., Any], input: Any, args: tup
     return out
 
 
-def _function_form(name: str) -> Callable[..., Any]:
-    method = getattr(Tensor, name)
+def _function_form(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
 
     def fn(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
         if "out" in kwargs:
@@ -488,7 +504,7 @@ def _function_form(name: str) -> Callable[..., Any]:
     return fn
 
 
-def _missing_attribute(self: Tensor, name: str) -> Any:
+def missing_attribute(self: Tensor, name: str) -> Any:
     """``Tensor.__getattr__`` (called only on a miss): a PyTorch method the
     facade lacks raises an ``AttributeError`` that says so."""
     if hasattr(type(self), name):  # a property that raised AttributeError: its own error
@@ -499,5 +515,79 @@ def _missing_attribute(self: Tensor, name: str) -> Any:
                          f"tapegrad.torch does not provide Tensor.{name} (yet)")
 
 
-FUNCTIONS = install()
-Tensor.__getattr__ = _missing_attribute  # type: ignore[method-assign]
+FUNCTIONS = _register_all()
+ROW_METHODS = _row_methods()
+_ROW_DOC = ("The op table's family class: the methods its rows make that no op module's class holds "
+            "(the unary ops, the aliases, the twins made by ``TWIN``).")
+
+if TYPE_CHECKING:
+    class RowOps(OpsBase):
+        # ROW_METHODS, declared (tests/test_torch_op_table.py checks it is the same set)
+        bitwise_and = A.__and__
+        bitwise_or = A.__or__
+        bitwise_xor = A.__xor__
+        bitwise_not = A.__invert__
+        def exp(self) -> Tensor: ...
+        def exp_(self) -> Tensor: ...
+        def exp2(self) -> Tensor: ...
+        def exp2_(self) -> Tensor: ...
+        def expm1(self) -> Tensor: ...
+        def expm1_(self) -> Tensor: ...
+        def log(self) -> Tensor: ...
+        def log_(self) -> Tensor: ...
+        def log2(self) -> Tensor: ...
+        def log2_(self) -> Tensor: ...
+        def log10(self) -> Tensor: ...
+        def log10_(self) -> Tensor: ...
+        def log1p(self) -> Tensor: ...
+        def log1p_(self) -> Tensor: ...
+        def sqrt(self) -> Tensor: ...
+        def sqrt_(self) -> Tensor: ...
+        def sin(self) -> Tensor: ...
+        def sin_(self) -> Tensor: ...
+        def cos(self) -> Tensor: ...
+        def cos_(self) -> Tensor: ...
+        def tan(self) -> Tensor: ...
+        def tan_(self) -> Tensor: ...
+        def asin(self) -> Tensor: ...
+        def arcsin(self) -> Tensor: ...
+        def asin_(self) -> Tensor: ...
+        def acos(self) -> Tensor: ...
+        def arccos(self) -> Tensor: ...
+        def acos_(self) -> Tensor: ...
+        def atan(self) -> Tensor: ...
+        def arctan(self) -> Tensor: ...
+        def atan_(self) -> Tensor: ...
+        def sinh(self) -> Tensor: ...
+        def sinh_(self) -> Tensor: ...
+        def cosh(self) -> Tensor: ...
+        def cosh_(self) -> Tensor: ...
+        def tanh(self) -> Tensor: ...
+        def tanh_(self) -> Tensor: ...
+        def asinh(self) -> Tensor: ...
+        def asinh_(self) -> Tensor: ...
+        def acosh(self) -> Tensor: ...
+        def acosh_(self) -> Tensor: ...
+        def atanh(self) -> Tensor: ...
+        def atanh_(self) -> Tensor: ...
+        def sigmoid(self) -> Tensor: ...
+        def sigmoid_(self) -> Tensor: ...
+        def reciprocal(self) -> Tensor: ...
+        def reciprocal_(self) -> Tensor: ...
+        def erf(self) -> Tensor: ...
+        def erf_(self) -> Tensor: ...
+        def sinc(self) -> Tensor: ...
+        def sinc_(self) -> Tensor: ...
+        def rsqrt_(self) -> Tensor: ...
+        def square_(self) -> Tensor: ...
+        def relu_(self) -> Tensor: ...
+        def abs_(self) -> Tensor: ...
+        def sign_(self) -> Tensor: ...
+        def floor_(self) -> Tensor: ...
+        def ceil_(self) -> Tensor: ...
+        def round_(self) -> Tensor: ...
+        def trunc_(self) -> Tensor: ...
+        def frac_(self) -> Tensor: ...
+else:
+    RowOps = type("RowOps", (), {"__module__": __name__, "__qualname__": "RowOps", "__doc__": _ROW_DOC,
+                                 **ROW_METHODS})

@@ -21,8 +21,8 @@ from tapegrad.core.traced import value
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._creation import Generator, _finish, _normal, _rng, tensor
 from tapegrad.torch._prims import stepped
-from tapegrad.torch._tensor import OpsBase as _Base
-from tapegrad.torch._tensor import Tensor, _new, _result
+from tapegrad.torch._tensor_base import OpsBase as _Base
+from tapegrad.torch._tensor_base import Tensor, TensorBase, _new, _result
 
 __all__ = ["normal", "poisson"]
 
@@ -36,7 +36,7 @@ _NORMAL_SIGNATURES = (
 )
 
 
-def _zero_grad_to(sample: Any, params: tuple[Tensor, ...], name: str) -> Tensor:
+def _zero_grad_to(sample: Any, params: tuple[TensorBase, ...], name: str) -> Tensor:
     """Tensor of array ``sample`` whose node ``name`` passes zero gradient to ``params``."""
     shape = np.shape(sample)
     xs = [tnp.broadcast_to(p._value, shape) for p in params]
@@ -96,7 +96,7 @@ def _check_p(p: Any) -> None:
 
 
 class RandomOps(_Base):
-    """The sampling methods this module adds to ``Tensor`` (installed by ``_ops.py``)."""
+    """The sampling methods this module adds to ``Tensor`` (``Tensor`` inherits them: see ``_tensor.py``)."""
 
     def bernoulli(self, p: Any = None, *, generator: Generator | None = None) -> Tensor:
         """0/1 draws with probabilities ``self`` (or the number ``p``), in ``self``'s dtype."""

@@ -22,8 +22,8 @@ from tapegrad.torch._graph import (
     SCALAR_TYPE,
 )
 from tapegrad.torch._promote import _cast, _dim, _dims
-from tapegrad.torch._tensor import _MEAN, _SUM, Tensor, _multi, _new, _rec1, _result, _viewed
-from tapegrad.torch._tensor import OpsBase as _Base
+from tapegrad.torch._tensor_base import _MEAN, _SUM, Tensor, _multi, _new, _rec1, _result, _viewed
+from tapegrad.torch._tensor_base import OpsBase as _Base
 
 
 class _ReturnTypes(tuple):
@@ -72,7 +72,7 @@ class _MinMax(_ReturnTypes):
 
 
 class ReductionOps(_Base):
-    """The methods this module adds to ``Tensor`` (installed by ``_ops.py``)."""
+    """The methods this module adds to ``Tensor`` (``Tensor`` inherits them: see ``_tensor.py``)."""
 
     # --- reductions ------------------------------------------------------------------------------------
     def sum(self, dim: Any = None, keepdim: builtins.bool = False, dtype: Any = None) -> Tensor:

@@ -23,8 +23,8 @@ from tapegrad.torch._graph import (
     SCALAR_TYPE,
 )
 from tapegrad.torch._promote import _contiguous, _dim, _shape_arg
-from tapegrad.torch._tensor import OpsBase as _Base
-from tapegrad.torch._tensor import Tensor, _multi, _new, _result, _viewed
+from tapegrad.torch._tensor_base import OpsBase as _Base
+from tapegrad.torch._tensor_base import Tensor, _multi, _new, _result, _viewed
 
 _VIEW_ERROR = (
     "view size is not compatible with input tensor's size and stride (at least one dimension "
@@ -93,7 +93,7 @@ def _fresh(t: Tensor) -> Tensor:
 
 
 class ShapeOps(_Base):
-    """The methods this module adds to ``Tensor`` (installed by ``_ops.py``)."""
+    """The methods this module adds to ``Tensor`` (``Tensor`` inherits them: see ``_tensor.py``)."""
 
     # --- shape -------------------------------------------------------------------------------------------
     def view(self, *shape: Any) -> Tensor:
@@ -133,7 +133,7 @@ class ShapeOps(_Base):
         if not s:
             return self.reshape(1)
         if st == en:
-            return self
+            return self  # type: ignore[return-value]  # (self: a Tensor)
         return self.reshape(*(s[:st] + (-1,) + s[en + 1 :]))
 
     def unflatten(self, dim: builtins.int, sizes: Sequence[builtins.int]) -> Tensor:
@@ -366,11 +366,11 @@ class ShapeOps(_Base):
             raise RuntimeError("diff expects input to be at least one-dimensional")
         if n < 0:
             raise RuntimeError(f"order must be non-negative but got {n}")
-        x: Tensor = self
+        x: Tensor = self  # type: ignore[assignment]  # (self: a Tensor)
         if prepend is not None or append is not None:
             from tapegrad.torch._creation import cat
 
-            x = cat([t for t in (prepend, self, append) if t is not None], dim)
+            x = cat([t for t in (prepend, x, append) if t is not None], dim)
         d = _dim(dim, x.ndim)
         if n == 0:  # PyTorch copies into a new tensor
             return _result(tnp.copy(x._value), "CopyBackwards", (None, x))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from tapegrad.core.tape import next_index
 
 if TYPE_CHECKING:
-    from tapegrad.torch._tensor import Tensor
+    from tapegrad.torch._tensor_base import Tensor, TensorBase
 
 
 class VersionCounter:
@@ -82,7 +82,7 @@ def bump(*tensors: Any) -> None:
 # --- views and aliases -------------------------------------------------------------------------
 
 
-def _viewed(t: Tensor, base: Tensor, kind: str, arg: Any) -> Tensor:
+def _viewed(t: Tensor, base: TensorBase, kind: str, arg: Any) -> Tensor:
     """Mark ``t`` as a view of ``base``, as PyTorch's views are: they share
     its version counter, an in-place op on ``t`` writes through to ``base``
     (see ``Tensor._write_back``), and a recorded in-place change of ``base``

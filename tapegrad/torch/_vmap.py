@@ -28,7 +28,8 @@ from tapegrad.core.traced import Traced
 from tapegrad.torch import _creation
 from tapegrad.torch._dtype import Size
 from tapegrad.torch._graph import GT
-from tapegrad.torch._tensor import Tensor, _new, _result
+from tapegrad.torch._tensor import Tensor
+from tapegrad.torch._tensor_base import _new, _result
 
 __all__ = ["vmap"]
 

@@ -14,7 +14,8 @@ from typing import Any
 import tapegrad.numpy as tnp
 from tapegrad.torch._creation import tensor
 from tapegrad.torch._missing import missing_names
-from tapegrad.torch._tensor import Tensor, _multi, _result
+from tapegrad.torch._tensor import Tensor
+from tapegrad.torch._tensor_base import _multi, _result
 
 __all__ = ["cholesky", "det", "eigh", "inv", "matrix_norm", "norm", "qr", "slogdet", "solve", "svd", "svdvals",
            "vector_norm"]

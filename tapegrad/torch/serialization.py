@@ -33,7 +33,8 @@ _SAFE: set[tuple[str, str]] = {
     ("numpy", "ndarray"), ("numpy", "dtype"),
     ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "_reconstruct"),
     ("numpy._core.multiarray", "scalar"), ("numpy.core.multiarray", "scalar"),
-    ("tapegrad.torch._tensor", "_rebuild"), ("tapegrad.torch.nn.parameter", "_rebuild_parameter"),
+    ("tapegrad.torch._tensor", "_rebuild"), ("tapegrad.torch._convert", "_rebuild"),  # (_tensor: older files)
+    ("tapegrad.torch.nn.parameter", "_rebuild_parameter"),
     ("tapegrad.torch._dtype", "dtype"), ("tapegrad.torch._dtype", "from_np"), ("tapegrad.torch._dtype", "Size"), ("tapegrad.torch._dtype", "device"),
 }
 _USER_SAFE: list[Any] = []

@@ -16,7 +16,8 @@ import numpy as np
 from tapegrad.core.traced import Traced, value
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._graph import GT, bump, leaf_tensor, run_backward, tensor_hooks
-from tapegrad.torch._tensor import Tensor, _new, _node, _own, _v
+from tapegrad.torch._tensor import Tensor
+from tapegrad.torch._tensor_base import _new, _node, _own, _v
 
 __all__ = ["backward", "grad"]
 

@@ -18,7 +18,8 @@ from tapegrad.core.primitive import Primitive
 from tapegrad.core.tape import pack_rules
 from tapegrad.core.traced import Traced, value
 from tapegrad.torch._graph import GT, FacadeEntry, GradFn, counter_of, version_message, version_of
-from tapegrad.torch._tensor import Tensor, _edge, _new, _v
+from tapegrad.torch._tensor import Tensor
+from tapegrad.torch._tensor_base import _edge, _new, _v
 from tapegrad.torch.autograd.forward_ad import _levels as _fw_levels
 from tapegrad.torch.autograd.forward_ad import set_tangent, tangent_of
 

@@ -13,7 +13,8 @@ import numpy as np
 
 from tapegrad.torch._creation import stack
 from tapegrad.torch._missing import missing_names
-from tapegrad.torch._tensor import Tensor, _new
+from tapegrad.torch._tensor import Tensor
+from tapegrad.torch._tensor_base import _new
 from tapegrad.torch.autograd._engine import grad
 from tapegrad.torch.grad_mode import enable_grad
 

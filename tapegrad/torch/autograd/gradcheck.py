@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from tapegrad.core.traced import value
-from tapegrad.torch._tensor import Tensor, _new
+from tapegrad.torch._tensor import Tensor
+from tapegrad.torch._tensor_base import _new
 
 
 class GradcheckError(RuntimeError):

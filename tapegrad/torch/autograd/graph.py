@@ -27,7 +27,8 @@ from tapegrad.core.traced import Traced
 from tapegrad.torch import _graph
 from tapegrad.torch._graph import SAVES, FacadeEntry, GradFn, inputs_of
 from tapegrad.torch._missing import missing_names
-from tapegrad.torch._tensor import Tensor, _new
+from tapegrad.torch._tensor import Tensor
+from tapegrad.torch._tensor_base import _new
 
 __all__ = ["Node", "disable_saved_tensors_hooks", "save_on_cpu", "saved_tensors_hooks"]
 
@@ -131,7 +132,7 @@ def _pow(self: Tensor, exponent: Any) -> Any:
 
 
 _pow.__name__ = _pow.__qualname__ = "__pow__"
-Tensor.__pow__ = _pow  # type: ignore[method-assign]
+Tensor.__pow__ = _pow  # type: ignore[method-assign, assignment]
 
 # --- saved_tensors_hooks --------------------------------------------------------------------------
 

@@ -20,7 +20,8 @@ from typing import Any
 
 from tapegrad import distributed as _tgd
 from tapegrad.core.traced import value
-from tapegrad.torch._tensor import Tensor, _new, _v
+from tapegrad.torch._tensor import Tensor
+from tapegrad.torch._tensor_base import _new, _v
 
 __all__ = [
     "GroupMember", "ReduceOp", "all_reduce", "barrier", "broadcast", "destroy_process_group",

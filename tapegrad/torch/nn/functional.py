@@ -39,7 +39,8 @@ from tapegrad.torch._creation import _rng, broadcast_tensors
 from tapegrad.torch._graph import GT
 from tapegrad.torch._missing import missing_names
 from tapegrad.torch._promote import _promote
-from tapegrad.torch._tensor import Tensor, _new, _rec, _rec1, _result
+from tapegrad.torch._tensor import Tensor
+from tapegrad.torch._tensor_base import _new, _rec, _rec1, _result
 from tapegrad.torch.nn.functional_conv import (
     adaptive_avg_pool2d,
     avg_pool2d,

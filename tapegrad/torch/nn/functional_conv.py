@@ -29,7 +29,8 @@ import tapegrad.numpy as tnp
 from tapegrad.backend import array_module
 from tapegrad.core.traced import value
 from tapegrad.torch import _conv as C
-from tapegrad.torch._tensor import Tensor, _new, _result
+from tapegrad.torch._tensor import Tensor
+from tapegrad.torch._tensor_base import _new, _result
 
 __all__ = [
     "adaptive_avg_pool2d", "avg_pool2d", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",

@@ -23,7 +23,8 @@ from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import primitives as tp
 from tapegrad.torch import _norm
 from tapegrad.torch._creation import _rng
-from tapegrad.torch._tensor import Tensor, _new, _result
+from tapegrad.torch._tensor import Tensor
+from tapegrad.torch._tensor_base import _new, _result
 from tapegrad.torch.grad_mode import no_grad
 
 __all__ = ["batch_norm", "embedding", "embedding_bag", "group_norm", "instance_norm", "scaled_dot_product_attention"]

@@ -27,7 +27,8 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad.core.traced import value as _plain
-from tapegrad.torch._tensor import Tensor, _result
+from tapegrad.torch._tensor import Tensor
+from tapegrad.torch._tensor_base import _result
 
 __all__ = ["affine_grid", "grid_sample", "interpolate", "pad", "pixel_shuffle", "pixel_unshuffle"]
 

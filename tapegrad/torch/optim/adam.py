@@ -10,7 +10,7 @@ import numpy as np
 
 from tapegrad.backend import array_module
 from tapegrad.core.traced import value
-from tapegrad.torch._tensor import _new
+from tapegrad.torch._tensor_base import _new
 from tapegrad.torch.optim.optimizer import (
     Optimizer,
     _use_grad,

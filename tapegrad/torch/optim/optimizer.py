@@ -21,7 +21,8 @@ import numpy as np
 from tapegrad.backend import array_module
 from tapegrad.core.traced import value
 from tapegrad.torch._graph import bump
-from tapegrad.torch._tensor import Tensor, _new
+from tapegrad.torch._tensor import Tensor
+from tapegrad.torch._tensor_base import _new
 from tapegrad.torch.grad_mode import enable_grad, no_grad
 from tapegrad.torch.nn.modules.module import _zero_grad
 

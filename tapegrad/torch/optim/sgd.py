@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tapegrad.torch._tensor import _new
+from tapegrad.torch._tensor_base import _new
 from tapegrad.torch.optim.optimizer import (
     Optimizer,
     _use_grad,

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from tapegrad.torch import _dtype as D
-from tapegrad.torch._tensor import Tensor, _new
+from tapegrad.torch._tensor import Tensor
+from tapegrad.torch._tensor_base import _new
 from tapegrad.torch.grad_mode import is_grad_enabled as _grad_enabled
 from tapegrad.torch.grad_mode import no_grad
 from tapegrad.torch.nn.parameter import Parameter

@@ -34,7 +34,8 @@ from tapegrad.core.primitive import REGISTRY, defvjp, mark_batched, primitive
 from tapegrad.core.traced import value
 from tapegrad.torch._creation import cat, empty, stack, zeros
 from tapegrad.torch._norm import reuse_last
-from tapegrad.torch._tensor import Tensor, _result
+from tapegrad.torch._tensor import Tensor
+from tapegrad.torch._tensor_base import _result
 from tapegrad.torch.nn import functional as F
 from tapegrad.torch.nn import init
 from tapegrad.torch.nn.modules.module import Module

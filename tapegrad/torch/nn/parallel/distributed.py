@@ -26,7 +26,8 @@ from typing import Any
 from tapegrad import distributed as _tgd
 from tapegrad.backend import array_module
 from tapegrad.core.traced import value
-from tapegrad.torch._tensor import Tensor, _new, _v
+from tapegrad.torch._tensor import Tensor
+from tapegrad.torch._tensor_base import _new, _v
 from tapegrad.torch.autograd import _engine
 from tapegrad.torch.distributed import _require, write_into
 from tapegrad.torch.nn.modules.module import Module
