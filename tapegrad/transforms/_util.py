@@ -101,6 +101,8 @@ def check_inexact_leaves(leaves: list[Any], who: str, argnum: int, allow_complex
     leaf that is not floating-point (or complex), with the conversion to make:
     ``float(...)`` for a Python number, ``.astype(float)`` for an array."""
     for leaf in leaves:
+        if type(leaf) is float:  # (the common scalar argument: no np.asarray to find its dtype)
+            continue
         v = unwrap(leaf)
         while type(v) is Traced:
             v = v._value
