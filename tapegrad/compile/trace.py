@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tapegrad.batching import Aval, apply_nondifferentiable
+from tapegrad.batching import Aval, BatchTrace
 from tapegrad.compile.facts import Guard, Instr, Var, facts_of
 from tapegrad.core.level import Level
 from tapegrad.core.primitive import Primitive
@@ -135,9 +135,8 @@ class JitTrace(Level):
             raise TypeError(Sym.escaped)
         return self.call(prim.fun, prim.name, args, kwargs, prim)
 
-    def process_nondifferentiable(self, fun: Callable[..., Any], again: Callable[..., Any],
-                                  args: list[Any], kwargs: dict[str, Any]) -> Any:
-        return apply_nondifferentiable(fun, again, args, kwargs)
+    # (vmap's: apply_nondifferentiable answers metadata queries and hands the call to apply_nondiff)
+    process_nondifferentiable = BatchTrace.process_nondifferentiable
 
     def refuse(self, x: Any, what: str) -> TypeError:
         return TypeError(
