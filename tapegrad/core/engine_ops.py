@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.core.primitive import REGISTRY, defvjp, mark_batched, primitive
+from tapegrad.core.primitive import defvjp, primitive
 
 # ``map_batch(rule, g, nb)``: a rule written for one cotangent (or tangent) at a time
 # applied to ``g`` and its ``nb`` leading batch axes: one call per element, stacked.
@@ -103,9 +103,8 @@ def _broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
     return array_module(x).broadcast_to(x, shape)
 
 
-_OWN_FROM = len(REGISTRY)  # (this module's primitives: see mark_batched)
-sum_to = primitive(_sum_to, "sum_to")
-broadcast_to = primitive(_broadcast_to, "broadcast_to")
+sum_to = primitive(_sum_to, "sum_to", batched=True)
+broadcast_to = primitive(_broadcast_to, "broadcast_to", batched=True)
 
 
 def _sum_to_vjp(ans: Any, x: Any, shape: Any, nbatch: int = 0) -> Callable[[Any], Any]:
@@ -128,6 +127,5 @@ def _cast_to(x: Any, dtype: Any) -> Any:
     return x.astype(dtype, copy=False)
 
 
-cast_to = primitive(_cast_to, "cast")
+cast_to = primitive(_cast_to, "cast", batched=True)
 defvjp(cast_to, lambda ans, x, dtype: lambda g: cast_to(g, x.dtype))
-mark_batched(_OWN_FROM)

@@ -51,8 +51,8 @@ class Primitive:
         self.jvp_argnum: Callable[..., Callable[[Any], Any]] | None = None
         # Do the rules take leading batch axes (``g.shape == batch + ans.shape``)?
         # If not, a transform pushing a batch calls them once per element (see
-        # tapegrad.core.engine_ops.map_batch). Declared by defvjp/defjvp(batched=...);
-        # tapegrad's own primitives are marked by mark_batched.
+        # tapegrad.core.engine_ops.map_batch). Declared by primitive(batched=...) and
+        # defvjp/defjvp(batched=...): tapegrad's own primitives are made batched.
         self.vjps_batched = False
         self.jvps_batched = False
 
@@ -86,10 +86,13 @@ def _undefined_vjp(name: str, argnum: int, ans: Any, *args: Any, **kwargs: Any) 
     return raise_
 
 
-def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[..., Any]:
+def primitive(fun: Callable[..., Any], name: str | None = None, *, batched: bool = False) -> Callable[..., Any]:
     """Make ``fun`` (a function on plain arrays) a differentiable primitive.
 
-    Give it rules with ``defvjp`` (and optionally ``defjvp``).
+    Give it rules with ``defvjp`` (and optionally ``defjvp``). ``batched``
+    declares that the rules it will be given take leading batch axes (see
+    ``defvjp``; ``defvjp``/``defjvp`` may still say otherwise for theirs).
+    Returns the primitive: called on plain arrays it is ``fun``.
 
     Examples:
         >>> @tg.primitive
@@ -98,6 +101,7 @@ def primitive(fun: Callable[..., Any], name: str | None = None) -> Callable[...,
         >>> tg.defvjp(logsin, lambda ans, x: lambda g: g / tnp.tan(x))
     """
     prim = Primitive(fun, name or str(getattr(fun, "__name__", "primitive")))
+    prim.vjps_batched = prim.jvps_batched = batched
     REGISTRY.append(prim)
 
     @functools.wraps(fun)
@@ -478,19 +482,6 @@ def defjvp_argnum(prim_fn: Callable[..., Any], maker: Callable[..., Any], batche
     prim.jvp_argnum = maker
     if batched is not None:
         prim.jvps_batched = bool(batched)
-
-
-def mark_batched(since: int) -> None:
-    """Declare that the rules of ``REGISTRY[since:]`` take leading batch axes.
-
-    For tapegrad's own modules, whose rules all do: each one that defines
-    primitives notes ``len(REGISTRY)`` before its first and calls this at its
-    end, so that a user's primitive made before a module is imported (lazily,
-    as tapegrad.scipy.special may be) is left alone. Rules defined later with
-    ``defvjp``/``defjvp`` keep the mark unless they pass ``batched``.
-    """
-    for prim in REGISTRY[since:]:
-        prim.vjps_batched = prim.jvps_batched = True
 
 
 def nondifferentiable(fun: Callable[..., Any]) -> Callable[..., Any]:

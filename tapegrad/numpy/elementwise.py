@@ -21,13 +21,12 @@ import numpy as np
 
 from tapegrad.batching import defbatch, elementwise_rule
 from tapegrad.core.engine_ops import cast_to
-from tapegrad.core.primitive import REGISTRY, defjvp, mark_batched
+from tapegrad.core.primitive import defjvp
 from tapegrad.core.tape import consumable
 from tapegrad.core.traced import Traced, concrete, value
 from tapegrad.numpy._define import elementwise, same
 
 Vjp = Callable[[Any], Any]
-_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
 
 
 # --- helpers of the rules --------------------------------------------------------------------
@@ -261,4 +260,3 @@ astype_float = elementwise(_astype, lambda ans, x, dtype: same, name="astype",
 defjvp(cast_to, lambda ans, x, dtype: lambda t: cast_to(t, dtype))
 defbatch(cast_to, elementwise_rule(cast_to))
 
-mark_batched(_OWN_FROM)  # every rule here takes leading batch axes

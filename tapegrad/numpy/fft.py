@@ -26,7 +26,7 @@ import numpy as np
 
 from tapegrad.backend import array_module
 from tapegrad.batching import defbatch
-from tapegrad.core.primitive import REGISTRY, defvjp, mark_batched, primitive
+from tapegrad.core.primitive import defvjp, primitive
 from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
@@ -72,8 +72,7 @@ def _c2c(a: Any, s: tuple[int, ...], axes: tuple[int, ...], norm: str, inverse: 
     return (xp.fft.ifftn if inverse else xp.fft.fftn)(a, s, axes, norm)
 
 
-_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
-c2c_p = primitive(_c2c, "fft")
+c2c_p = primitive(_c2c, "fft", batched=True)
 
 
 def _vjp_c2c(ans: Any, a: Any, s: Any, axes: Any, norm: str, inverse: bool) -> Any:
@@ -122,8 +121,8 @@ def _irfft(a: Any, n: int, axis: int, norm: str) -> Any:
     return array_module(a).fft.irfft(a, n, axis, norm)
 
 
-rfft_p = primitive(_rfft, "rfft")
-irfft_p = primitive(_irfft, "irfft")
+rfft_p = primitive(_rfft, "rfft", batched=True)
+irfft_p = primitive(_irfft, "irfft", batched=True)
 
 
 def _vjp_rfft(ans: Any, a: Any, n: int, axis: int, norm: str) -> Any:
@@ -326,4 +325,3 @@ def __getattr__(name: str) -> Any:
     return getattr(np.fft, name)
 
 
-mark_batched(_OWN_FROM)  # every rule here takes leading batch axes

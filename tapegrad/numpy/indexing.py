@@ -27,13 +27,12 @@ from tapegrad import batching  # (batching.loop_rule looked up at each call: tes
 from tapegrad.backend import array_module
 from tapegrad.batching import BatchTrace, defbatch, move_to_front
 from tapegrad.compile.facts import defjit
-from tapegrad.core.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive, top_tape
+from tapegrad.core.primitive import defjvp, defvjp, primitive, top_tape
 from tapegrad.core.traced import Traced, value
 from tapegrad.numpy._define import batch_all, nbatch
 
 Args = Sequence[Any]
 Rule = Callable[[Any], Any]
-_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
 
 
 # --- the index -------------------------------------------------------------------------------
@@ -133,7 +132,7 @@ def _batch_like(x: Any, marker: Any) -> Any:
     """``x`` itself; under vmap, ``x`` batched like ``marker`` (see ``lift``)."""
     return x
 
-batch_like = primitive(_batch_like, "batch_like")
+batch_like = primitive(_batch_like, "batch_like", batched=True)
 
 def _batch_like_rule(args: Args, batched: Sequence[bool], size: int) -> Any:
     """``x`` the same in every example: a broadcast view (its gradient sums over the batch)."""
@@ -330,7 +329,7 @@ def _getitem(x: Any, index: Index, nb: int = 0) -> Any:
         return x[index.key]
     return _unbatched(_batched_view(x, nb)[index.key], nb)
 
-getitem = _lifting(primitive(_getitem, "getitem"))
+getitem = _lifting(primitive(_getitem, "getitem", batched=True))
 defjit(getitem, shape_from_index=True)  # (tg.jit: a mask or a traced slice bound sets its shape)
 
 def _vjp_getitem(ans: Any, x: Any, idx: Index, nb: int = 0) -> Rule:
@@ -379,7 +378,7 @@ def _index_add(g: Any, index: Index, shape: tuple[int, ...], nb: int) -> Any:
         xp.add.at(view, index.key, gv)
     return out
 
-index_add = _lifting(primitive(_index_add, "index_add"))
+index_add = _lifting(primitive(_index_add, "index_add", batched=True))
 
 def _vjp_index_add(ans: Any, g0: Any, idx: Index, shape: Any, nb: int) -> Rule:
     nd = ans.ndim
@@ -421,7 +420,7 @@ def _setitem(x: Any, index: Index, v: Any) -> Any:
     out[index.key] = v
     return out
 
-setitem = _lifting(primitive(_setitem, "setitem"))
+setitem = _lifting(primitive(_setitem, "setitem", batched=True))
 
 def _vjp_setitem_x(ans: Any, x: Any, idx: Index, v: Any) -> Rule:
     keep = np.ones(x.shape, dtype=bool)
@@ -506,4 +505,3 @@ defjvp(setitem, lambda ans, x, idx, vv: lambda t: _vjp_setitem_x(ans, x, idx, vv
 
 defbatch(setitem, _setitem_rule)
 
-mark_batched(_OWN_FROM)  # every rule here takes leading batch axes

@@ -43,7 +43,7 @@ import numpy as np
 
 from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, move_to_front
-from tapegrad.core.primitive import REGISTRY, defvjp, mark_batched, primitive
+from tapegrad.core.primitive import defvjp, primitive
 from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
@@ -132,8 +132,7 @@ def _check_square(a: Any, name: str) -> None:
 
 # --- inverse and solve --------------------------------------------------------------------
 
-_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
-inv_p = primitive(np.linalg.inv, "inv")
+inv_p = primitive(np.linalg.inv, "inv", batched=True)
 defvjp(inv_p, lambda ans, a: lambda g: -_mm(_T(ans), _mm(g, _T(ans))))
 _stacked(inv_p)
 
@@ -142,7 +141,7 @@ def _solve(a: Any, b: Any) -> Any:
     return array_module(a, b).linalg.solve(a, b)
 
 
-solve_p = primitive(_solve, "solve")
+solve_p = primitive(_solve, "solve", batched=True)
 
 
 class _SolveShare:
@@ -231,7 +230,7 @@ def solve(a: Any, b: Any) -> Any:
 
 # --- determinants -----------------------------------------------------------------------------
 
-det_p = primitive(np.linalg.det, "det")
+det_p = primitive(np.linalg.det, "det", batched=True)
 
 
 def _adjugate(a: Any) -> Any:
@@ -249,7 +248,7 @@ def _adjugate(a: Any) -> Any:
     return scale[..., None, None] * xp.matmul(v * (left * right)[..., None, :], uh)
 
 
-adjugate_p = primitive(_adjugate, "adjugate")
+adjugate_p = primitive(_adjugate, "adjugate", batched=True)
 
 
 def _vjp_adjugate(ans: Any, a: Any) -> Any:
@@ -273,7 +272,7 @@ def _slogdet_packed(a: Any) -> Any:
 
 
 # one primitive for (sign, log|det|): one LU; only log|det| has a gradient
-slogdet_p = primitive(_slogdet_packed, "slogdet")
+slogdet_p = primitive(_slogdet_packed, "slogdet", batched=True)
 
 
 def _vjp_slogdet(ans: Any, a: Any) -> Any:
@@ -312,7 +311,7 @@ def slogdet(a: Any) -> SlogdetResult:
 
 # --- cholesky -----------------------------------------------------------------------------------
 
-cholesky_p = primitive(np.linalg.cholesky, "cholesky")
+cholesky_p = primitive(np.linalg.cholesky, "cholesky", batched=True)
 
 
 def _vjp_cholesky(ans: Any, a: Any) -> Any:
@@ -351,7 +350,7 @@ def _eigh_packed(a: Any, UPLO: str = "L") -> Any:
 
 
 # one primitive, packed [eigenvalues; eigenvectors] of shape (..., n + 1, n)
-eigh_p = primitive(_eigh_packed, "eigh")
+eigh_p = primitive(_eigh_packed, "eigh", batched=True)
 
 
 def _vjp_eigh(ans: Any, a: Any, UPLO: str = "L") -> Any:
@@ -401,7 +400,7 @@ def _svd_packed(a: Any, hermitian: bool = False) -> Any:
     return xp.concatenate([u, s[..., None, :].astype(u.dtype), xp.conj(xp.swapaxes(vh, -1, -2))], axis=-2)
 
 
-svd_p = primitive(_svd_packed, "svd")
+svd_p = primitive(_svd_packed, "svd", batched=True)
 
 
 def _split_svd(packed: Any, m: int) -> tuple[Any, Any, Any]:
@@ -446,7 +445,7 @@ def _svdvals(a: Any) -> Any:
     return array_module(a).linalg.svd(a, compute_uv=False)
 
 
-svdvals_p = primitive(_svdvals, "svdvals")
+svdvals_p = primitive(_svdvals, "svdvals", batched=True)
 
 
 def _vjp_svdvals(ans: Any, a: Any) -> Any:
@@ -497,7 +496,7 @@ def _qr_packed(a: Any) -> Any:
     return xp.concatenate([xp.swapaxes(q, -1, -2), r], axis=-1)
 
 
-qr_p = primitive(_qr_packed, "qr")
+qr_p = primitive(_qr_packed, "qr", batched=True)
 
 
 def _rinv_h(x: Any, r: Any) -> Any:
@@ -561,7 +560,7 @@ def _pinv(a: Any, **kw: Any) -> Any:
     return array_module(a).linalg.pinv(a, **kw)
 
 
-pinv_p = primitive(_pinv, "pinv")
+pinv_p = primitive(_pinv, "pinv", batched=True)
 
 
 def _vjp_pinv(ans: Any, a: Any, **kw: Any) -> Any:
@@ -683,7 +682,6 @@ def __getattr__(name: str) -> Any:
     return getattr(np.linalg, name)
 
 
-mark_batched(_OWN_FROM)  # every rule here takes leading batch axes
 
 from tapegrad.numpy.linalg_eig import EigResult, eig, eigvals  # noqa: E402  (defined apart: their rule calls solve)
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from tapegrad.backend import array_module
 from tapegrad.batching import defbatch
-from tapegrad.core.primitive import REGISTRY, defvjp, mark_batched, primitive
+from tapegrad.core.primitive import defvjp, primitive
 from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
@@ -56,8 +56,7 @@ def _eig_packed(a: Any) -> Any:
     return xp.concatenate([lam[..., None, :].astype(dt), v.astype(dt)], axis=-2)
 
 
-_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
-eig_p = primitive(_eig_packed, "eig")
+eig_p = primitive(_eig_packed, "eig", batched=True)
 
 
 def _H(x: Any) -> Any:
@@ -115,4 +114,3 @@ def eigvals(a: Any) -> Any:
     return eig(a)[0]
 
 
-mark_batched(_OWN_FROM)  # the rule takes leading batch axes

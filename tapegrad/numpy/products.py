@@ -20,12 +20,10 @@ from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, elementwise_rule, move_to_front
 from tapegrad.compile.facts import defjit
 from tapegrad.core.primitive import (
-    REGISTRY,
     defjvp,
     defjvp_argnum,
     defvjp,
     defvjp_argnum,
-    mark_batched,
     primitive,
 )
 from tapegrad.core.traced import value
@@ -36,7 +34,6 @@ from tapegrad.numpy.shapes import expand_dims, reshape_c, swap_last, swapaxes, t
 
 Args = Sequence[Any]
 Rule = Callable[[Any], Any]
-_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
 
 
 # --- matmul ----------------------------------------------------------------------------------
@@ -70,7 +67,7 @@ def _is_identity(m: np.ndarray) -> bool:
         return False
     return bool(np.count_nonzero(m) == n and (m.diagonal() == 1).all())
 
-matmul = primitive(_matmul, "matmul")
+matmul = primitive(_matmul, "matmul", batched=True)
 defjit(matmul, fresh_out=True)  # (tg.jit: takes out=, else returns a new array)
 
 def _vjp_matmul_a(ans: Any, a: Any, b: Any, **kw: Any) -> Rule:
@@ -184,7 +181,7 @@ def _linear(x: Any, w: Any, b: Any) -> Any:
         return out
     return out + b
 
-linear = primitive(_linear, "linear")
+linear = primitive(_linear, "linear", batched=True)
 
 def _linear_rule(args: Args, batched: Sequence[bool], size: int) -> Any:
     x, wt, b = args
@@ -210,7 +207,7 @@ defbatch(linear, _linear_rule)
 def _einsum(subscripts: str, *operands: Any, **kwargs: Any) -> Any:
     return array_module(*operands).einsum(subscripts, *operands, **kwargs)
 
-einsum_args = primitive(_einsum, "einsum")
+einsum_args = primitive(_einsum, "einsum", batched=True)
 
 def _einsum_letters(subscripts: str, operands: tuple[Any, ...]) -> tuple[list[str], str]:
     """Explicit per-operand subscripts and output, with ``...`` spelled out."""
@@ -293,4 +290,3 @@ defjvp_argnum(einsum_args, _jvp_einsum)
 
 defbatch(einsum_args, _einsum_rule)
 
-mark_batched(_OWN_FROM)  # every rule here takes leading batch axes

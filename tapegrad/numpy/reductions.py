@@ -20,7 +20,7 @@ from tapegrad.axes import normalize_axes, normalize_axis
 from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, elementwise_rule, shift_axes, shift_axis
 from tapegrad.core.engine_ops import broadcast_to
-from tapegrad.core.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive
+from tapegrad.core.primitive import defjvp, defvjp, primitive
 from tapegrad.core.traced import Traced, concrete, value
 from tapegrad.numpy._define import bound, nbatch, neg_axes
 from tapegrad.numpy.elementwise import exp, multiply
@@ -35,7 +35,6 @@ from tapegrad.numpy.shapes import (
 
 Args = Sequence[Any]
 Rule = Callable[[Any], Any]
-_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
 
 
 # --- helpers of the rules --------------------------------------------------------------------
@@ -111,7 +110,7 @@ def _sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims:
     return array_module(a).sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kw)
 
 
-sum = primitive(_sum, "sum")  # noqa: A001
+sum = primitive(_sum, "sum", batched=True)  # noqa: A001
 
 
 def _vjp_sum(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Rule:
@@ -141,7 +140,7 @@ def _mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     return s / reduction_size(x.shape, axis)
 
 
-mean = primitive(_mean, "mean")
+mean = primitive(_mean, "mean", batched=True)
 
 
 def _vjp_mean(ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Rule:
@@ -166,7 +165,7 @@ _reduction(mean, _mean)
 
 
 # --- prod ------------------------------------------------------------------------------------
-prod = primitive(np.prod)
+prod = primitive(np.prod, batched=True)
 
 
 def _prod_of_others(x: Any, axis: Any) -> Any:
@@ -211,8 +210,8 @@ _reduction(prod, np.prod)
 
 
 # --- max, min --------------------------------------------------------------------------------
-amax = primitive(np.amax, "max")
-amin = primitive(np.amin, "min")
+amax = primitive(np.amax, "max", batched=True)
+amin = primitive(np.amin, "min", batched=True)
 
 
 def _vjp_chooser(ans: Any, x: Any, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Rule:
@@ -259,7 +258,7 @@ _logsumexp.__doc__ = """``log(sum(exp(a), axis))``, computed stably (the maximum
 The primitive behind ``tapegrad.numpy.logsumexp`` (no ``b``, no
 ``return_sign``): one tape entry, and its rule reuses the stable answer."""
 
-logsumexp = primitive(_logsumexp, "logsumexp")
+logsumexp = primitive(_logsumexp, "logsumexp", batched=True)
 
 
 def _vjp_logsumexp(ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Rule:
@@ -289,7 +288,7 @@ def _weighted_sum(x: Any, weights: Any, axis: int | None = None) -> Any:
     return array_module(prod).sum(prod, axis=axis)
 
 
-weighted_sum = primitive(_weighted_sum, "weighted_sum")
+weighted_sum = primitive(_weighted_sum, "weighted_sum", batched=True)
 
 
 def _vjp_weighted_sum(ans: Any, x: Any, weights: Any, axis: int | None = None) -> Rule:
@@ -317,8 +316,8 @@ defbatch(weighted_sum, _weighted_sum_rule)
 
 
 # --- cumsum, cumprod -------------------------------------------------------------------------
-cumsum = primitive(np.cumsum)
-cumprod = primitive(np.cumprod)
+cumsum = primitive(np.cumsum, batched=True)
+cumprod = primitive(np.cumprod, batched=True)
 
 
 def _rev_cumsum(g: Any, axis: int) -> Any:
@@ -376,4 +375,3 @@ _scan(cumsum, np.cumsum)
 defvjp(cumprod, _vjp_cumprod)
 _scan(cumprod, np.cumprod)
 
-mark_batched(_OWN_FROM)  # every rule here takes leading batch axes

@@ -25,12 +25,10 @@ from tapegrad.backend import array_module
 from tapegrad.batching import BatchRule, defbatch, move_to_front, shift_axes, shift_axis
 from tapegrad.core.engine_ops import broadcast_to, sum_to
 from tapegrad.core.primitive import (
-    REGISTRY,
     defjvp,
     defjvp_argnum,
     defvjp,
     defvjp_argnum,
-    mark_batched,
     primitive,
 )
 from tapegrad.numpy._define import batch_all, bound, nbatch, neg_axes
@@ -38,7 +36,6 @@ from tapegrad.numpy.indexing import Index, index_add
 
 Args = Sequence[Any]
 Rule = Callable[[Any], Any]
-_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
 
 
 # --- reshape ---------------------------------------------------------------------------------
@@ -46,7 +43,7 @@ def _reshape(a: Any, shape: Any) -> Any:
     return a.reshape(shape)
 
 
-reshape_c = primitive(_reshape, "reshape")
+reshape_c = primitive(_reshape, "reshape", batched=True)
 
 
 def _vjp_reshape(ans: Any, x: Any, shape: Any) -> Rule:
@@ -73,7 +70,7 @@ def _transpose(a: Any, axes: Any = None) -> Any:
     return array_module(a).transpose(a, axes)
 
 
-transpose = primitive(_transpose, "transpose")
+transpose = primitive(_transpose, "transpose", batched=True)
 
 
 def transpose_batched(g: Any, perm: tuple[int, ...], nb: int) -> Any:
@@ -140,7 +137,7 @@ def _concatenate(axis: int, *arrays: Any) -> Any:
     return array_module(*arrays).concatenate(arrays, axis=axis)
 
 
-concatenate_args = primitive(_concatenate, "concatenate")
+concatenate_args = primitive(_concatenate, "concatenate", batched=True)
 
 
 def _vjp_concatenate(argnum: int, ans: Any, axis: int, *arrays: Any) -> Rule:
@@ -172,7 +169,7 @@ defbatch(concatenate_args, _concatenate_rule)
 
 
 # --- flip ------------------------------------------------------------------------------------
-flip = primitive(np.flip)
+flip = primitive(np.flip, batched=True)
 
 
 def _vjp_flip(ans: Any, x: Any, axis: Any = None) -> Rule:
@@ -192,7 +189,7 @@ defbatch(flip, _flip_rule)
 
 
 # --- roll ------------------------------------------------------------------------------------
-roll = primitive(np.roll)
+roll = primitive(np.roll, batched=True)
 
 
 def _vjp_roll(ans: Any, x: Any, shift: Any, axis: Any = None) -> Rule:
@@ -235,7 +232,7 @@ defbatch(roll, _roll_rule)
 
 
 # --- pad -------------------------------------------------------------------------------------
-pad = primitive(np.pad)
+pad = primitive(np.pad, batched=True)
 
 
 def _vjp_pad(ans: Any, x: Any, pad_width: Any, mode: str = "constant", **kw: Any) -> Rule:
@@ -305,8 +302,8 @@ defbatch(pad, _pad_rule)
 
 
 # --- triu, tril --------------------------------------------------------------------------------
-triu = primitive(np.triu)
-tril = primitive(np.tril)
+triu = primitive(np.triu, batched=True)
+tril = primitive(np.tril, batched=True)
 
 
 def _tri_rule(fn: Callable[..., Any]) -> BatchRule:
@@ -331,14 +328,14 @@ defbatch(tril, _tri_rule(tril))
 
 
 # --- diagonal, diag (a vector on a diagonal) and diag_embed (its transpose) ------------------
-diagonal = primitive(np.diagonal)
+diagonal = primitive(np.diagonal, batched=True)
 
 
 def _diag_from_vector(v: Any, k: int = 0) -> Any:
     return array_module(v).diag(v, k)
 
 
-diag_from_vector = primitive(_diag_from_vector, "diag")
+diag_from_vector = primitive(_diag_from_vector, "diag", batched=True)
 
 
 def _diag_embed(g: Any, offset: int, axis1: int, axis2: int, shape: tuple[int, ...]) -> Any:
@@ -354,7 +351,7 @@ def _diag_embed(g: Any, offset: int, axis1: int, axis2: int, shape: tuple[int, .
     return out
 
 
-diag_embed = primitive(_diag_embed, "diag_embed")
+diag_embed = primitive(_diag_embed, "diag_embed", batched=True)
 
 
 def _vjp_diagonal(ans: Any, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Rule:
@@ -437,4 +434,3 @@ def swap_last(a: Any) -> Any:
     return transpose(a) if a.ndim == 2 else swapaxes(a, -1, -2)
 
 
-mark_batched(_OWN_FROM)  # every rule here takes leading batch axes

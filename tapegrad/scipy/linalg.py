@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad.batching import defbatch, elementwise_rule
-from tapegrad.core.primitive import REGISTRY, defvjp, mark_batched, primitive
+from tapegrad.core.primitive import defvjp, primitive
 from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import linalg as tla
@@ -103,8 +103,7 @@ def _solve_tri(a: Any, b: Any, lower: bool = False, unit_diagonal: bool = False,
     return np.linalg.solve(t, b)
 
 
-_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
-solve_triangular_p = primitive(_solve_tri, "solve_triangular")
+solve_triangular_p = primitive(_solve_tri, "solve_triangular", batched=True)
 
 
 def _vjp_tri_a(ans: Any, a: Any, b: Any, lower: bool = False, unit_diagonal: bool = False,
@@ -169,7 +168,7 @@ def _sylvester(a: Any, b: Any, q: Any) -> Any:
     return _stack_loop(sl.solve_sylvester, np.result_type(a, b, q), a, b, q)
 
 
-solve_sylvester_p = primitive(_sylvester, "solve_sylvester")
+solve_sylvester_p = primitive(_sylvester, "solve_sylvester", batched=True)
 
 
 def _sylvester_adjoint(a: Any, b: Any, g: Any) -> Any:
@@ -195,7 +194,7 @@ def _sqrtm(a: Any) -> Any:
     return _stack_loop(sq, np.result_type(a, np.float64), a)
 
 
-sqrtm_p = primitive(_sqrtm, "sqrtm")
+sqrtm_p = primitive(_sqrtm, "sqrtm", batched=True)
 
 
 def _vjp_sqrtm(ans: Any, a: Any) -> Any:
@@ -215,7 +214,6 @@ def sqrtm(A: Any, disp: bool = True, blocksize: int = 64) -> Any:
     return sqrtm_p(A if isinstance(A, Traced) else np.asarray(A))
 
 
-mark_batched(_OWN_FROM)
 
 
 # --- cholesky ------------------------------------------------------------------------------------

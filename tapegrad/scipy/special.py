@@ -50,10 +50,8 @@ import numpy as np
 from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, elementwise_rule, shift_axes
 from tapegrad.core.primitive import (
-    REGISTRY,
     defjvp,
     defvjp,
-    mark_batched,
     nondifferentiable,
     primitive,
 )
@@ -97,13 +95,12 @@ def _expit(x: Any) -> Any:
     return xp.where(x >= 0, 1, e) / (1 + e)
 
 
-_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
-erf = primitive(_erf, "erf")
-erfc = primitive(_erfc, "erfc")
-gammaln = primitive(_gammaln, "gammaln")
-digamma = primitive(_digamma, "digamma")
-polygamma = primitive(_polygamma, "polygamma")
-expit = primitive(_expit, "expit")  # a primitive for stability (see the module docstring)
+erf = primitive(_erf, "erf", batched=True)
+erfc = primitive(_erfc, "erfc", batched=True)
+gammaln = primitive(_gammaln, "gammaln", batched=True)
+digamma = primitive(_digamma, "digamma", batched=True)
+polygamma = primitive(_polygamma, "polygamma", batched=True)
+expit = primitive(_expit, "expit", batched=True)  # a primitive for stability (see the module docstring)
 psi = digamma
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -163,8 +160,8 @@ def _softmax(x: Any, axis: Any = None) -> Any:
     return e
 
 
-log_softmax = primitive(_log_softmax, "log_softmax")
-softmax = primitive(_softmax, "softmax")
+log_softmax = primitive(_log_softmax, "log_softmax", batched=True)
+softmax = primitive(_softmax, "softmax", batched=True)
 
 
 def _from_end(axis: Any, ndim: int) -> Any:
@@ -232,7 +229,7 @@ def _from_scipy(name: str, nargs: int) -> Any:
 
     fun.__name__ = fun.__qualname__ = f"_{name}"
     fun.__doc__ = f"``scipy.special.{name}`` of {nargs} argument(s)."
-    return primitive(fun, name)
+    return primitive(fun, name, batched=True)
 
 
 gamma = _from_scipy("gamma", 1)
@@ -348,4 +345,3 @@ def multigammaln(a: Any, d: int) -> Any:
     return (d * (d - 1) * 0.25) * np.log(np.pi) + w.sum(terms, axis=0)
 
 
-mark_batched(_OWN_FROM)  # every rule here takes leading batch axes

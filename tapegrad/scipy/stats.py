@@ -37,7 +37,7 @@ import numpy as np
 
 import tapegrad.numpy as tnp
 from tapegrad.batching import defbatch, elementwise_rule
-from tapegrad.core.primitive import REGISTRY, defvjp, mark_batched, primitive
+from tapegrad.core.primitive import defvjp, primitive
 from tapegrad.core.traced import value
 from tapegrad.scipy._lazy import scipy_module
 from tapegrad.scipy.special import (  # (their rules: the density in x)
@@ -73,10 +73,9 @@ def _stdtr(df: Any, x: Any) -> Any:
     return _sc("t.cdf").stdtr(df, x)
 
 
-_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
-ndtr = primitive(_ndtr, "ndtr")
-log_ndtr = primitive(_log_ndtr, "log_ndtr")
-stdtr = primitive(_stdtr, "stdtr")
+ndtr = primitive(_ndtr, "ndtr", batched=True)
+log_ndtr = primitive(_log_ndtr, "log_ndtr", batched=True)
+stdtr = primitive(_stdtr, "stdtr", batched=True)
 
 
 def _no_closed_form(fn: str, arg: str) -> Any:
@@ -105,7 +104,6 @@ defvjp(stdtr, _no_closed_form("t.cdf (stdtr)", "df"),
 for _f in (ndtr, log_ndtr, stdtr):
     defbatch(_f, elementwise_rule(_f))
 
-mark_batched(_OWN_FROM)  # every rule here takes leading batch axes
 
 
 # --- helpers ---------------------------------------------------------------------------------------

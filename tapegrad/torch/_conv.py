@@ -38,7 +38,6 @@ import numpy as np
 import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.backend import array_module
-from tapegrad.core.primitive import REGISTRY, mark_batched
 from tapegrad.core.traced import value
 
 __all__ = ["conv", "conv_t", "conv_w", "pool_argmax", "pool_max", "pool_max_t", "pool_take"]
@@ -223,13 +222,12 @@ def _pool_max_t(g: Any, x: Any, kernel: Ints, stride: Ints, pad: Pads, dilation:
 
 
 pool_argmax = _argmax  # (no gradient: plain arrays)
-_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
-conv = tg.primitive(_conv, "conv")
-conv_t = tg.primitive(_conv_t, "conv_t")
-conv_w = tg.primitive(_conv_w, "conv_w")
-pool_max = tg.primitive(_pool_max, "pool_max")
-pool_max_t = tg.primitive(_pool_max_t, "pool_max_t")
-pool_take = tg.primitive(_pool_take, "pool_take")
+conv = tg.primitive(_conv, "conv", batched=True)
+conv_t = tg.primitive(_conv_t, "conv_t", batched=True)
+conv_w = tg.primitive(_conv_w, "conv_w", batched=True)
+pool_max = tg.primitive(_pool_max, "pool_max", batched=True)
+pool_max_t = tg.primitive(_pool_max_t, "pool_max_t", batched=True)
+pool_take = tg.primitive(_pool_take, "pool_take", batched=True)
 
 
 # --- VJP rules: each bilinear map's transposes are the other two -----------------------------------
@@ -344,4 +342,3 @@ def _batch_pool2(prim: Any) -> Any:
 
 _batch_pool2(pool_max_t)
 _batch_pool2(pool_take)
-mark_batched(_OWN_FROM)  # every rule here takes leading batch axes (see _rule)

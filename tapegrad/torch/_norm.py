@@ -32,7 +32,7 @@ import numpy as np
 import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.backend import array_module
-from tapegrad.core.primitive import REGISTRY, defvjp, mark_batched
+from tapegrad.core.primitive import defvjp
 from tapegrad.torch._conv import _bcast, _fold, _unfold
 
 __all__ = ["batch_norm", "moments", "reuse_last"]
@@ -72,8 +72,7 @@ def _batch_norm(x: Any, w: Any, b: Any, mean: Any, var: Any, eps: float = 1e-5, 
     return out.reshape(x.shape)
 
 
-_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
-batch_norm = tg.primitive(_batch_norm, "batch_norm")
+batch_norm = tg.primitive(_batch_norm, "batch_norm", batched=True)
 
 
 # --- VJP rules: tapegrad.numpy calls, cotangents with leading batch axes ---------------------------
@@ -185,4 +184,3 @@ def _batch_rule(args: Any, batched: Any, size: int, eps: float = 1e-5, training:
 
 
 tg.defbatch(batch_norm, _batch_rule)
-mark_batched(_OWN_FROM)  # every rule here takes leading batch axes

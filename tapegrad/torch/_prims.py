@@ -45,7 +45,7 @@ import numpy as np
 import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.backend import array_module, device_of, import_cupy
-from tapegrad.core.primitive import REGISTRY, defjvp, defvjp, mark_batched, primitive
+from tapegrad.core.primitive import defjvp, defvjp, primitive
 from tapegrad.core.traced import value
 from tapegrad.numpy import primitives as tp
 from tapegrad.scipy.special import expit
@@ -75,8 +75,7 @@ def _relu(x: Any) -> Any:
     return array_module(x).maximum(x, x.dtype.type(0))
 
 
-_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
-relu = primitive(_relu, "relu")
+relu = primitive(_relu, "relu", batched=True)
 defvjp(relu, lambda ans, x: lambda g: tp.where_mask(value(ans) > 0, g, 0.0))  # (+0 where off, as PyTorch)
 defjvp(relu, lambda ans, x: lambda t: tp.where_mask(value(ans) > 0, t, 0.0))
 _elementwise(relu)
@@ -89,7 +88,7 @@ def _stepped(x: Any, r: Any) -> Any:
 # ``stepped(x, r)`` is ``r``, a step function of ``x`` (its floor, sign...)
 # computed outside the tape: zero gradient to ``x``, exactly (a cotangent's
 # NaN or infinity does not pass into ``0 * g``)
-stepped = primitive(_stepped, "stepped")
+stepped = primitive(_stepped, "stepped", batched=True)
 defvjp(stepped, lambda ans, x, r: lambda g: tp.where_mask(True, 0.0, g), None)
 defjvp(stepped, lambda ans, x, r: lambda t: tp.where_mask(True, 0.0, t), None)
 
@@ -106,7 +105,7 @@ def _elu(x: Any, alpha: float, from_result: bool = False) -> Any:
     return xp.where(x > 0, x, xp.expm1(xp.minimum(x, 0)) * alpha)
 
 
-elu = primitive(_elu, "elu")
+elu = primitive(_elu, "elu", batched=True)
 
 
 def _elu_rule(ans: Any, x: Any, alpha: float, from_result: bool = False) -> Any:
@@ -131,7 +130,7 @@ def _to_device(x: Any, device: str) -> Any:
     return np.asarray(x)
 
 
-to_device = primitive(_to_device, "to_device")
+to_device = primitive(_to_device, "to_device", batched=True)
 defvjp(to_device, lambda ans, x, device: (lambda dev: lambda g: to_device(g, dev))(device_of(x)))
 tg.defbatch(to_device, lambda args, batched, size, **kw: to_device(*args, **kw))  # (any shape)
 
@@ -142,7 +141,7 @@ def _half_over(ans: Any) -> Any:
     return tp.where_mask(zero, 0.0, 0.5 / tp.where_mask(zero, 1.0, ans))
 
 
-norm_sqrt = primitive(lambda x: array_module(x).sqrt(x), "norm_sqrt")
+norm_sqrt = primitive(lambda x: array_module(x).sqrt(x), "norm_sqrt", batched=True)
 defvjp(norm_sqrt, lambda ans, x: lambda g: g * _half_over(ans))
 defjvp(norm_sqrt, lambda ans, x: lambda t: t * _half_over(ans))
 _elementwise(norm_sqrt)
@@ -159,7 +158,7 @@ def _bce(p: Any, y: Any) -> Any:
         return (y - 1) * xp.maximum(xp.log1p(-p), -100) - y * xp.maximum(xp.log(p), -100)
 
 
-bce = primitive(_bce, "bce")
+bce = primitive(_bce, "bce", batched=True)
 _BCE_EPS = float(np.float32(1e-12))  # PyTorch's floor of p (1 - p) in the gradient (a float constant)
 
 
@@ -193,7 +192,7 @@ def _bce_logits(x: Any, y: Any, pw: Any) -> Any:
     return (1 - y) * x - ls
 
 
-bce_logits = primitive(_bce_logits, "bce_logits")
+bce_logits = primitive(_bce_logits, "bce_logits", batched=True)
 
 
 def _log_sigmoid(x: Any) -> Any:
@@ -219,4 +218,3 @@ defjvp(bce_logits, _bce_logits_dx, _bce_logits_dy, None)
 _elementwise(bce_logits)  # (pw: None, or an array that broadcasts)
 
 
-mark_batched(_OWN_FROM)  # every rule here takes leading batch axes

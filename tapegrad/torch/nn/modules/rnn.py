@@ -30,7 +30,7 @@ from typing import Any
 import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.backend import array_module
-from tapegrad.core.primitive import REGISTRY, defvjp, mark_batched, primitive
+from tapegrad.core.primitive import defvjp, primitive
 from tapegrad.core.traced import value
 from tapegrad.torch._creation import cat, empty, stack, zeros
 from tapegrad.torch._norm import reuse_last
@@ -120,9 +120,8 @@ def _sig(x: Any) -> Any:
     return 0.5 * tnp.tanh(0.5 * x) + 0.5
 
 
-_OWN_FROM = len(REGISTRY)  # this module's primitives follow (see mark_batched)
-lstm_c = primitive(_lstm_c, "lstm_c")
-lstm_h = primitive(_lstm_h, "lstm_h")
+lstm_c = primitive(_lstm_c, "lstm_c", batched=True)
+lstm_h = primitive(_lstm_h, "lstm_h", batched=True)
 defvjp(lstm_c, _vjp_lstm_c_gates, lambda ans, gates, c: lambda g: g * _sig(gates[..., c.shape[-1]:2 * c.shape[-1]]))
 defvjp(lstm_h, _vjp_lstm_h_gates,
        lambda ans, gates, c: lambda g: g * _sig(gates[..., 3 * c.shape[-1]:]) * (1 - tnp.tanh(c) ** 2))
@@ -184,7 +183,7 @@ def _vjp_gru_gh(ans: Any, gi: Any, gh: Any, h: Any) -> Any:
     return vjp
 
 
-gru_h = primitive(_gru_h, "gru_h")
+gru_h = primitive(_gru_h, "gru_h", batched=True)
 defvjp(gru_h, lambda ans, gi, gh, h: lambda g: _gru_pre(g, gi, gh, h, 0)[0], _vjp_gru_gh,
        lambda ans, gi, gh, h: lambda g: g * _gru_pre(g, gi, gh, h, 2)[2])
 
@@ -199,7 +198,6 @@ def _batch_rule(prim: Any) -> Any:
 tg.defbatch(lstm_c, _batch_rule(lstm_c))
 tg.defbatch(lstm_h, _batch_rule(lstm_h))
 tg.defbatch(gru_h, _batch_rule(gru_h))
-mark_batched(_OWN_FROM)
 
 
 def _lstm_fused(x: Tensor, h: Any, w_cat: Tensor, b: Tensor | None) -> tuple[Tensor, Tensor]:
