@@ -67,7 +67,13 @@ def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: floa
     a = _listed(a)
     if not _traced(a):
         return np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kw)
-    return w.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+    v = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+    # sqrt's slope is infinite at 0, where var's is 0: their product would be NaN.
+    # Where the spread is 0 (a constant, or one element along the axis) the
+    # gradient is 0, as PyTorch and HIPS autograd give: sqrt reads 1 there (a
+    # constant branch, so no gradient flows through it) and the mask makes it 0.
+    spread = value(v) > 0
+    return w.sqrt(w.where3(spread, v, 1.0)) * spread
 
 
 def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *, keepdims: bool = False) -> Any:
