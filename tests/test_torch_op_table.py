@@ -157,7 +157,7 @@ def test_tensor_inherits_its_methods_and_type_checkers_see_the_rows() -> None:
     from tapegrad.torch import _ops
 
     T = torch.Tensor
-    for name in ("exp", "exp_", "add", "add_", "sum", "softmax", "view", "clamp_", "bitwise_and"):
+    for name in ("exp", "exp_", "add", "add_", "sum", "softmax", "view", "clamp_", "bitwise_and", "__pow__", "__mul__"):
         assert name not in vars(T), name
         assert any(name in vars(c) for c in T.__mro__[1:]), name
     text = pydoc.render_doc(T, renderer=pydoc.plaintext)

@@ -15,10 +15,12 @@ from numpy import generic as _generic
 from numpy import ndarray
 
 import tapegrad.numpy as tnp
-from tapegrad.core.traced import value
+from tapegrad.core.traced import Traced, value
 from tapegrad.torch._batched import _const
 from tapegrad.torch._graph import (
+    GT,
     SCALAR_TYPE,
+    exponents,
 )
 from tapegrad.torch._promote import _contiguous, _promote, _scalar_operand
 from tapegrad.torch._shape_errors import broadcast_mismatch, matmul_mismatch
@@ -136,7 +138,11 @@ class ArithOps(_Base):
     def __pow__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
         if o is None:
-            return _result(tnp.power(a, b), "PowBackward0", (self,))
+            t = _result(tnp.power(a, b), "PowBackward0", (self,))
+            v = t._value
+            if type(v) is Traced and v._level is GT and isinstance(other, (int, float)):
+                exponents[v._node] = other  # (what grad_fn._saved_exponent reads)
+            return t
         return _result(tnp.power(a, b), "PowBackward1", (self, o))
 
     def __rpow__(self, other: Any) -> Tensor:

@@ -241,6 +241,10 @@ class GradFn:
     register_prehook = register_hook
 
 
+# the number exponent of each ``x ** c`` entry (PyTorch's ``_saved_exponent``: the rules
+# keep c * x ** (c - 1)); written by ``Tensor.__pow__``, read by ``grad_fn._saved_exponent``
+exponents: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
 # what reads grad_fn._saved_* (tapegrad/torch/autograd/graph.py registers it)
 _saved_reader: list[Callable[[Any, str], Any] | None] = [None]
 

@@ -18,7 +18,6 @@ used (PyTorch would use it), and packing saves no memory.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -102,9 +101,9 @@ def _saved(grad_fn: Any, k: int) -> Any:
         v = _find(core, p)
         if v is not None:
             return _new(v)
-    if k == 1 and core in _exponents:  # ``x ** 2``: the number PyTorch saved
+    if k == 1 and core in _graph.exponents:  # ``x ** 2``: the number PyTorch saved
         _rules(core)
-        return _exponents[core]
+        return _graph.exponents[core]
     raise AttributeError(f"'{type(grad_fn).__name__}' object has no saved value at position {k}")
 
 
@@ -117,22 +116,6 @@ def saved_attribute(grad_fn: Any, name: str) -> Any:
 
 
 _graph.set_saved_reader(saved_attribute)
-
-# the number exponent of each ``x ** c`` entry (PyTorch's ``_saved_exponent``; the rules keep c * x ** (c - 1))
-_exponents: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-_tensor_pow = Tensor.__pow__
-
-
-def _pow(self: Tensor, exponent: Any) -> Any:
-    r = _tensor_pow(self, exponent)
-    v = r._value
-    if type(v) is Traced and v._level is _graph.GT and isinstance(exponent, (int, float)):
-        _exponents[v._node] = exponent
-    return r
-
-
-_pow.__name__ = _pow.__qualname__ = "__pow__"
-Tensor.__pow__ = _pow  # type: ignore[method-assign, assignment]
 
 # --- saved_tensors_hooks --------------------------------------------------------------------------
 
