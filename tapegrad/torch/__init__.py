@@ -122,6 +122,7 @@ from tapegrad.torch.serialization import load, save
 bool = bool_  # noqa: A001
 float = _dtype.float  # noqa: A001
 int = _dtype.int  # noqa: A001
+__version__ = "2.13.0"  # the PyTorch release whose behaviour this facade follows
 inf = __import__("math").inf
 nan = __import__("math").nan
 pi = __import__("math").pi

@@ -84,6 +84,23 @@ class ConvertOps(_Base):
         st = tuple(reversed(st))
         return st if dim is None else st[dim]
 
+    def _is_view(self) -> bool:
+        """Whether this tensor is a view of another (``view``, indexing,
+        ``expand``, ``unbind``...); a ``detach()``ed alias shares the data but is
+        not one, as in PyTorch."""
+        b = self._base_view
+        return b is not None and b[1] != "alias"
+
+    @property
+    def _base(self) -> Tensor | None:
+        """The tensor this one is a view of (the root of a view of a view), or None."""
+        if not self._is_view():
+            return None
+        t: Any = self
+        while t._is_view():
+            t = t._base_view[0]
+        return t  # type: ignore[no-any-return]
+
     def is_contiguous(self, memory_format: Any = None) -> bool:
         """Whether the elements lie in row-major order with no gaps (a
         transpose, a strided slice or an ``expand`` is not)."""
