@@ -45,3 +45,30 @@ def test_version_is_the_release_it_follows() -> None:
     assert tt.__version__ == "2.13.0"
     torch = pytest.importorskip("torch")
     assert torch.__version__.split("+")[0] == tt.__version__
+
+
+def test_inplace_function_forms_as_pytorch() -> None:
+    """``torch.sin_(x)`` and the other in-place function forms torch 2.13 has: the
+    method in place, the same node name, the same error on a leaf that requires grad."""
+    from tapegrad.torch._ops import INPLACE_FUNCTIONS
+
+    for name in INPLACE_FUNCTIONS:
+        x = tt.tensor([0.25, 0.5], requires_grad=True)
+        y = x * 1.0
+        args = (0.0,) if name in ("clamp_", "clamp_min_", "clip_", "fill_") else ()
+        out = getattr(tt, name)(y, *args)
+        assert out is y, name
+        if name != "detach_":
+            with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+                getattr(tt, name)(x, *args)
+    torch = pytest.importorskip("torch")
+    assert {n for n in dir(torch) if n in INPLACE_FUNCTIONS} == set(INPLACE_FUNCTIONS)
+    for name in INPLACE_FUNCTIONS:
+        if name in ("detach_", "zero_", "fill_"):
+            continue
+        args = (0.0,) if name in ("clamp_", "clamp_min_", "clip_") else ()
+        ours, theirs = tt.tensor([0.25, 0.5], requires_grad=True) * 1.0, torch.tensor([0.25, 0.5], requires_grad=True) * 1.0
+        getattr(tt, name)(ours, *args)
+        getattr(torch, name)(theirs, *args)
+        assert ours.grad_fn.name() == theirs.grad_fn.name(), name
+        assert ours.tolist() == pytest.approx(theirs.tolist(), nan_ok=True), name

@@ -414,6 +414,18 @@ def _register(row: Op) -> dict[str, Callable[..., Any]]:
     return {name: _function_form(name, methods[name]) for name in row.functions}
 
 
+# PyTorch's function forms of in-place methods (``torch.sin_(x)`` is ``x.sin_()``): the
+# ones torch 2.13 has whose method the facade has
+INPLACE_FUNCTIONS = tuple("""abs_ acos_ acosh_ asin_ asinh_ atan_ atanh_ ceil_ clamp_ clamp_min_ clip_
+cos_ cosh_ detach_ erf_ exp2_ exp_ expm1_ fill_ floor_ frac_ log10_ log1p_ log2_ log_ neg_ reciprocal_
+relu_ round_ rsqrt_ sigmoid_ sin_ sinc_ sinh_ sqrt_ square_ tan_ tanh_ trunc_ zero_""".split())
+
+
+def _named_method(name: str) -> Callable[..., Any]:
+    """The method ``name`` of whatever tensor it is called on (``Tensor`` is made after this module)."""
+    return lambda self, *args, **kwargs: getattr(self, name)(*args, **kwargs)
+
+
 def _register_all() -> dict[str, Callable[..., Any]]:
     """Register every row's node names (and ``SAVES``) with ``_graph``; return the function forms."""
     _check_families()
@@ -422,6 +434,8 @@ def _register_all() -> dict[str, Callable[..., Any]]:
     forms: dict[str, Callable[..., Any]] = {}
     for row in TABLE:
         forms.update(_register(row))
+    for name in INPLACE_FUNCTIONS:
+        forms[name] = _function_form(name, _named_method(name))
     return forms
 
 
