@@ -42,6 +42,31 @@ from tapegrad.torch._tensor_base import (
 from tapegrad.torch._tensor_base import OpsBase as _Base
 
 
+def _as_pytorch_shapes(a: Any, b: Any, err: ValueError) -> Exception:
+    """PyTorch's RuntimeError for operands ``a``, ``b`` whose shapes do not
+    broadcast (NumPy's ``err`` said so), else ``err`` itself."""
+    clash = broadcast_mismatch(np.shape(a), np.shape(b))
+    return err if clash is None else clash
+
+
+def _no_integer_zero_division(a: Any, b: Any) -> None:
+    """PyTorch's ``ZeroDivisionError`` (a RuntimeError) for an integer ``//`` or ``%`` by 0."""
+    va, vb = value(a), value(b)
+    if np.result_type(va, vb).kind in "iu" and np.any(np.asarray(vb) == 0):
+        raise RuntimeError("ZeroDivisionError")
+
+
+def binary_op(x: TensorBase, other: Any, fn: Any, name: str) -> Tensor:
+    """``fn(x, other)`` recorded as node ``name`` (``maximum``, ``atan2``...),
+    with PyTorch's error for shapes that do not broadcast."""
+    a, b, o = _operands(x, other)
+    try:
+        r = fn(a, b)
+    except ValueError as e:
+        raise _as_pytorch_shapes(a, b, e) from None
+    return _result(r, name, (x, o))
+
+
 def _check_bool_sub(x: TensorBase, other: Any) -> None:
     """PyTorch refuses ``-`` with a bool operand (a tensor, or a Python bool)."""
     x_bool = x._value.dtype == np.bool_
@@ -93,11 +118,8 @@ class ArithOps(_Base):
             if t is not None:
                 return t
             return _result(fn(a, b), name, (self, o))
-        except ValueError:
-            clash = broadcast_mismatch(np.shape(a), np.shape(b))
-            if clash is None:
-                raise
-            raise clash from None
+        except ValueError as e:
+            raise _as_pytorch_shapes(a, b, e) from None
 
     # A float tensor and a Python float (x * 1.0001) need no promotion: the
     # operators try _rec1 first, before _arith's general path.
@@ -119,35 +141,44 @@ class ArithOps(_Base):
 
     def __floordiv__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
+        _no_integer_zero_division(a, b)
         return _const(np.floor_divide(value(a), value(b)))
 
     def __rfloordiv__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
+        _no_integer_zero_division(b, a)
         return _const(np.floor_divide(value(b), value(a)))
 
     def __mod__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
+        _no_integer_zero_division(a, b)
         if o is not None:
             return _result(tnp.remainder(a, b), "RemainderBackward1", (self, o))
         return _result(tnp.remainder(a, b), "RemainderBackward0", (self,))
 
     def __rmod__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
+        _no_integer_zero_division(b, a)
         return _result(tnp.remainder(b, a), "RemainderBackward1", (self,))
 
     def __pow__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
+        try:
+            r = tnp.power(a, b)
+        except ValueError as e:
+            raise _as_pytorch_shapes(a, b, e) from None
         if o is None:
-            t = _result(tnp.power(a, b), "PowBackward0", (self,))
+            t = _result(r, "PowBackward0", (self,))
             v = t._value
             if type(v) is Traced and v._level is GT and isinstance(other, (int, float)):
                 exponents[v._node] = other  # (what grad_fn._saved_exponent reads)
             return t
-        return _result(tnp.power(a, b), "PowBackward1", (self, o))
+        return _result(r, "PowBackward1", (self, o))
 
     def __rpow__(self, other: Any) -> Tensor:
         a, b, o = _operands(self, other)
         return _result(tnp.power(b, a), "PowBackward2", (self,))
+
 
     def __matmul__(self, other: Any) -> Tensor:
         try:
@@ -322,6 +353,9 @@ class ArithOps(_Base):
         return self @ other
 
     def mm(self, other: Tensor) -> Tensor:
+        for what, t in (("self", self), ("mat2", other)):
+            if isinstance(t, TensorBase) and t.ndim != 2:
+                raise RuntimeError(f"{what} must be a matrix")
         return self @ other
 
     def mv(self, other: Tensor) -> Tensor:

@@ -205,6 +205,9 @@ def _infer_array(data: Any, dtype: Any = None) -> Any:
     arr = np.array(_nested_values(data), dtype=dtype)
     if dtype is not None:
         return arr
+    if arr.dtype.kind == "O":  # (None, a generator, an object PyTorch infers no dtype of)
+        what = type(data).__name__ if arr.ndim == 0 else "an element"
+        raise RuntimeError(f"Could not infer dtype of {what}")
     k = arr.dtype.kind
     if k == "f":
         arr = arr.astype(D.get_default_dtype().np)
@@ -338,13 +341,31 @@ def _normal(shape: tuple[int, ...], dt: Any, generator: Generator | None = None)
     return rng.standard_normal(shape).astype(dt)
 
 
+def _sizes(name: str, size: tuple[Any, ...]) -> tuple[int, ...]:
+    """The shape of ``name(*size)`` (``zeros(2, 3)``, ``ones((2, 3))``...), or
+    the TypeError PyTorch raises for a size that is no int (``ones(2.5)``)."""
+    items, listed = size, False
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        items, listed = tuple(size[0]), isinstance(size[0], list)
+    for k, s in enumerate(items):
+        if isinstance(s, builtins.float):
+            if len(size) == 1 and not isinstance(size[0], (tuple, list)):
+                raise TypeError(f"{name}(): argument 'size' (position 1) must be tuple of ints, not float")
+            if listed:
+                raise TypeError(f"{name}(): argument 'size' (position 1) must be tuple of ints, but found "
+                                f"element of type float at pos {k}")
+            raise TypeError(f"{name}(): argument 'size' failed to unpack the object at pos {k + 1} with "
+                            'error "type must be tuple of ints,but got float"')
+    return _shape_arg(size)
+
+
 def _factory(name: str, fn: Callable[..., Any], random: bool = False) -> Any:
     """``zeros``, ``rand``...: ``fn(shape, dtype)`` makes the array (``random``:
     ``fn(shape, dtype, generator)``; the others refuse a generator)."""
     def make(*size: Any, out: Tensor | None = None, dtype: Any = None, layout: Any = None, device: Any = None,
              pin_memory: bool = False, requires_grad: bool = False, generator: Any = None,
              memory_format: Any = None) -> Tensor:
-        shape = _shape_arg(size)
+        shape = _sizes(name, size)
         if generator is not None and not random:
             raise TypeError(f"{name}() got an unexpected keyword argument 'generator'")
         draw = functools.partial(fn, generator=generator) if random else fn

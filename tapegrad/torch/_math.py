@@ -19,7 +19,7 @@ from tapegrad.numpy import primitives as tp
 from tapegrad.scipy import special as tsp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _prims as P
-from tapegrad.torch._arith import _operands
+from tapegrad.torch._arith import _operands, binary_op
 from tapegrad.torch._graph import (
     SCALAR_TYPE,
     node_class,
@@ -134,16 +134,13 @@ class MathOps(_Base):
         return t
 
     def maximum(self, other: Tensor) -> Tensor:
-        a, b, o = _operands(self, other)
-        return _result(tnp.maximum(a, b), "MaximumBackward0", (self, o))
+        return binary_op(self, other, tnp.maximum, "MaximumBackward0")
 
     def minimum(self, other: Tensor) -> Tensor:
-        a, b, o = _operands(self, other)
-        return _result(tnp.minimum(a, b), "MinimumBackward0", (self, o))
+        return binary_op(self, other, tnp.minimum, "MinimumBackward0")
 
     def atan2(self, other: Tensor) -> Tensor:
-        a, b, o = _operands(self, other)
-        return _result(tnp.arctan2(a, b), "Atan2Backward0", (self, o))
+        return binary_op(self, other, tnp.arctan2, "Atan2Backward0")
 
     arctan2 = atan2
 
