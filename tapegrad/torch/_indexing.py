@@ -151,7 +151,25 @@ class IndexingOps(_Base):
         return _result(self._value[key], "IndexSelectBackward0", (self,))
 
     def gather(self, dim: builtins.int, index: Tensor) -> Tensor:
-        return _result(tnp.take_along_axis(self._value, value(_v(index)), dim), "GatherBackward0", (self,))
+        """The elements along ``dim`` at ``index``; as PyTorch, ``index`` may be
+        smaller than ``self`` in the other dimensions (their first positions are read)."""
+        idx = value(_v(index))
+        d = _dim(dim, self.ndim)
+        if idx.dtype.name not in _INT_INDEX:
+            raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+        if idx.ndim != self.ndim:
+            raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+        shape = tuple(self.shape)
+        for k in range(idx.ndim):
+            if k != d and idx.shape[k] > shape[k]:
+                raise RuntimeError(f"Size does not match at dimension {k} expected index {list(idx.shape)} to be "
+                                   f"no larger than self {list(shape)} apart from dimension {d}")
+        if type(idx) is not Traced:  # (indices batched by vmap: NumPy's own check, per example)
+            _check_bounds(idx, shape[d] if shape else 1, d)
+        src = self._value
+        if any(idx.shape[k] != shape[k] for k in range(idx.ndim) if k != d):  # (the first positions only)
+            src = src[tuple(slice(None) if k == d else slice(0, idx.shape[k]) for k in range(idx.ndim))]
+        return _result(tnp.take_along_axis(src, idx, d), "GatherBackward0", (self,))
 
     def nonzero(self, as_tuple: builtins.bool = False) -> Any:
         nz = np.nonzero(value(self._value))

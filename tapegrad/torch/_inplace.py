@@ -418,6 +418,10 @@ class InplaceOps(_Base):
         v = self._value
         if type(v) is Traced and v._level is GT and GT.active and self._grad_fn is None and v._node.prim is None:
             raise RuntimeError(LEAF_INPLACE)
+        base = self._base  # (x.t().unsqueeze_(0): a view of a leaf that requires grad, as PyTorch refuses)
+        b = base._value if base is not None else None
+        if type(b) is Traced and b._level is GT and GT.active and base._grad_fn is None and b._node.prim is None:
+            raise RuntimeError(VIEW_LEAF_INPLACE)
         rv = r._value
         fn = None
         vc = counter_of(self)
