@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad.axes import normalize_axis
+from tapegrad.backend import array_module
 from tapegrad.core.level import Level
 from tapegrad.core.primitive import Primitive
 from tapegrad.core.traced import Traced, value
@@ -172,11 +173,12 @@ def loop_rule(fn: Callable[..., Any], args: Sequence[Any], batched: Sequence[boo
     rule of a primitive that has none). Differentiable: the slices and the
     stack are tapegrad operations. ``kw_batched`` names keyword arguments
     that are batched too."""
-    if size == 0:  # nothing to call: one call on zeros gives the per-example shape
-        probe = [np.zeros(a.shape[1:], a.dtype) if b else a for a, b in zip(args, batched)]
-        kw0 = {k: np.zeros(v.shape[1:], v.dtype) if k in kw_batched else v for k, v in kwargs.items()}
+    if size == 0:  # nothing to call: one call on zeros (of each input's array module) gives the shape
+        probe = [array_module(a).zeros(a.shape[1:], a.dtype) if b else a for a, b in zip(args, batched)]
+        kw0 = {k: array_module(v).zeros(v.shape[1:], v.dtype) if k in kw_batched else v
+               for k, v in kwargs.items()}
         out = fn(*probe, **kw0)
-        return np.zeros((0,) + tuple(np.shape(out)), np.result_type(out))
+        return array_module(out).zeros((0,) + tuple(np.shape(out)), np.result_type(out))
     outs = [fn(*[a[i] if b else a for a, b in zip(args, batched)],
                **{k: v[i] if k in kw_batched else v for k, v in kwargs.items()}) for i in range(size)]
     return np.stack(outs)

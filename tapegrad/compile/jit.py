@@ -24,7 +24,7 @@ from tapegrad.compile.entry import Miss, make_entry
 from tapegrad.compile.facts import Var
 from tapegrad.compile.trace import JitTrace
 from tapegrad.core.level import entered
-from tapegrad.core.traced import Traced
+from tapegrad.core.traced import Traced, unbox_idle
 from tapegrad.pytree import TreeDef, tree_flatten, tree_unflatten
 from tapegrad.transforms._util import check_argnums, fun_name
 
@@ -224,9 +224,7 @@ class Jitted:
 def _own(x: Any, trace: JitTrace) -> Any:
     """An output with the tapes ``f`` opened and closed unboxed (``y`` of a
     ``with tg.Tape()`` block, returned after it): its value on ``trace``."""
-    while type(x) is Traced and x._level is not trace and not x._level.active and not x._level.abstract:
-        x = x._value
-    return x
+    return unbox_idle(x)  # (trace is abstract: its values stay)
 
 
 EAGER = ("eager",)  # the signature of a leaf jit does not compile for

@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.backend import array_module
 from tapegrad.core.primitive import defvjp, primitive
+from tapegrad.core.traced import value
 
 # ``map_batch(rule, g, nb)``: a rule written for one cotangent (or tangent) at a time
 # applied to ``g`` and its ``nb`` leading batch axes: one call per element, stacked.
@@ -28,9 +30,6 @@ def map_batch(rule: Callable[[Any], Any], g: Any, nb: int) -> Any:
     """``rule(g)`` for a rule written for one cotangent (or tangent) at a
     time, ``g`` carrying ``nb`` leading batch axes: the rule is called once
     per element of the (flattened) batch and the results are stacked."""
-    from tapegrad.backend import array_module
-    from tapegrad.core.traced import value
-
     batch = tuple(g.shape[:nb])
     item = tuple(g.shape[nb:])
     n = math.prod(batch)
@@ -98,8 +97,6 @@ def _broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
                 view = np.ndarray(shape, x.dtype, x, 0, tuple(strides))
                 view.flags.writeable = False
                 return view
-    from tapegrad.backend import array_module
-
     return array_module(x).broadcast_to(x, shape)
 
 

@@ -112,7 +112,7 @@ class Level:
         traced on a tape over a value of an abstract level is refused in that
         level's words), else tapegrad's own."""
         inner = x._value
-        if type(inner) is type(x) and not self.abstract:
+        if type(inner) is type(x) and not self.abstract:  # (a lower level's traced value: this module is below Traced's)
             return inner._level.refuse(inner, what)
         if what == ARRAY:
             return TypeError(

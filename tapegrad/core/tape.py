@@ -18,9 +18,9 @@ import numpy as np
 from typing_extensions import Self
 
 from tapegrad._gc import gc_paused
-from tapegrad._where import _EXTOBJ, _LAST, stop_warn_at_user, warn_at_user
+from tapegrad._where import stop_warn_at_user, warn_at_user
 from tapegrad.core.engine_ops import cast_to, map_batch, sum_to
-from tapegrad.core.level import Level, _stack
+from tapegrad.core.level import Level
 from tapegrad.core.primitive import (
     ARGNUMS_BOTH,
     ARGNUMS_FIRST,
@@ -268,29 +268,17 @@ class Tape(Level):
     def __enter__(self) -> Self:
         if self.active:
             raise RuntimeError("this tape is already recording")
-        levels = _stack.levels  # (Level.push)
-        self.level = len(levels) + 1
-        levels.append(self)
-        self.entered = True
+        self.push()
         self.active = True
         gc_paused.__enter__()
-        # NumPy's warnings point at the user's line (see tapegrad._where)
-        # (warn_at_user's first test, inline: an outer tape or pass switched it already)
-        self._warn = (None if _EXTOBJ is not None and _EXTOBJ.get() is _LAST[0][1]
-                      else warn_at_user())
+        self._warn = warn_at_user()  # NumPy's warnings point at the user's line (see tapegrad._where)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        levels = _stack.levels  # (Level.pop)
-        if levels and levels[-1] is self:
-            levels.pop()
-        else:  # closed out of order: remove it wherever it is
-            levels.remove(self)
-        self.entered = False
+        self.pop()
         self.active = False
         gc_paused.__exit__()
-        if self._warn is not None:
-            stop_warn_at_user(self._warn)
+        stop_warn_at_user(self._warn)
 
     def watch(self, x: Any) -> Any:
         """Start tracing ``x`` (a pytree of arrays) on this tape.
@@ -568,15 +556,12 @@ def backprop(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,
     ``map_batch``). Without it, no rule is wrapped (the plain walk).
     """
     frees_before, _walk.frees = _walk.frees, not retain
-    # NumPy's warnings in rules point at the user's line (see tapegrad._where)
-    # (warn_at_user's first test, inline, as in Tape.__enter__)
-    warn = None if _EXTOBJ is not None and _EXTOBJ.get() is _LAST[0][1] else warn_at_user()
+    warn = warn_at_user()  # NumPy's warnings in rules point at the user's line (see tapegrad._where)
     try:
         return _walk_entries(entries, ct, retain, hooks, batched)
     finally:
         _walk.frees = frees_before
-        if warn is not None:
-            stop_warn_at_user(warn)
+        stop_warn_at_user(warn)
 
 
 def _walk_entries(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,

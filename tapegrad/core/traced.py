@@ -172,3 +172,12 @@ def concrete(x: Any) -> Any:
     """
     v = value(x)
     return None if type(v) is Traced else v
+
+
+def unbox_idle(x: Any) -> Any:
+    """``x`` with the levels that no longer record unboxed: a value of a tape
+    closed (or replaying) is a constant, its primal. Values of abstract levels
+    (they keep their values) and of recording tapes stay as they are."""
+    while type(x) is Traced and not x._level.active and not x._level.abstract:
+        x = x._value
+    return x

@@ -173,7 +173,7 @@ class InplaceOps(_Base):
     def _check_view_write(self, view: Any) -> None:
         """Raise as PyTorch does for an in-place op on this view (of a leaf
         that requires grad, or with elements that share memory)."""
-        base, kind, arg = view
+        _, kind, arg = view
         if kind == "alias":  # (``detach()``: outside the graph, any write is allowed)
             return
         if kind == "expand":
@@ -182,11 +182,14 @@ class InplaceOps(_Base):
                 raise RuntimeError(OVERLAP_INPLACE)
         if kind == "multi" and GT.active and self._grad_fn is not None:
             raise RuntimeError(f"Output {arg[1]} of {arg[0]} is a view and is being modified inplace. {MULTI_VIEW}")
-        while base._base_view is not None and base._base_view[1] != "alias":
-            base = base._base_view[0]
-        b = base._value
-        if type(b) is Traced and b._level is GT and GT.active and base._grad_fn is None and b._node.prim is None:
+        if self._views_a_grad_leaf():
             raise RuntimeError(VIEW_LEAF_INPLACE)
+
+    def _views_a_grad_leaf(self) -> builtins.bool:
+        """Is this tensor a view of a leaf that requires grad (grad mode on)?"""
+        base = self._base
+        b = base._value if base is not None else None
+        return type(b) is Traced and b._level is GT and GT.active and base._grad_fn is None and b._node.prim is None
 
     def _refresh_views(self, skip: Any = None) -> None:
         """After a recorded in-place change of this tensor: each of its live
@@ -418,9 +421,7 @@ class InplaceOps(_Base):
         v = self._value
         if type(v) is Traced and v._level is GT and GT.active and self._grad_fn is None and v._node.prim is None:
             raise RuntimeError(LEAF_INPLACE)
-        base = self._base  # (x.t().unsqueeze_(0): a view of a leaf that requires grad, as PyTorch refuses)
-        b = base._value if base is not None else None
-        if type(b) is Traced and b._level is GT and GT.active and base._grad_fn is None and b._node.prim is None:
+        if self._views_a_grad_leaf():  # (x.t().unsqueeze_(0), as PyTorch refuses)
             raise RuntimeError(VIEW_LEAF_INPLACE)
         rv = r._value
         fn = None

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad.core.tape import Tape, backprop, conversion_hint, gc_paused, zeros_for
-from tapegrad.core.traced import Traced
+from tapegrad.core.traced import Traced, unbox_idle
 from tapegrad.pytree import ARRAY_LEAF_TYPES, tree_flatten, tree_unflatten
 
 # Arrays, scalars and traced values: pytree leaves and no array wrappers, so
@@ -149,8 +149,7 @@ class Traced_call:
         if type(x) is Traced:
             if x._level is self.tape:
                 return x._value
-            while type(x) is Traced and not x._level.active and not x._level.abstract:
-                x = x._value
+            return unbox_idle(x)
         return x
 
     def out_value(self, out: Any) -> Any:

@@ -27,7 +27,7 @@ import numpy as np
 from tapegrad.batching import BatchTrace
 from tapegrad.core.primitive import Primitive, top_tape
 from tapegrad.core.tape import Tape
-from tapegrad.core.traced import Traced, value
+from tapegrad.core.traced import Traced, unbox_idle, value
 from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
 from tapegrad.transforms._util import fun_name
 from tapegrad.transforms.forward import ForwardTape
@@ -41,8 +41,7 @@ def _flat_args(args: tuple[Any, ...]) -> tuple[list[Any], Any]:
 def _unbox(tape: Any, xs: list[Any]) -> list[Any]:
     out = []
     for x in xs:
-        while type(x) is Traced and not x._level.active and not x._level.abstract:
-            x = x._value
+        x = unbox_idle(x)
         out.append(x._value if type(x) is Traced and x._level is tape else x)
     return out
 

@@ -20,7 +20,7 @@ import numpy as np
 from tapegrad.backend import array_module
 from tapegrad.core.engine_ops import broadcast_to, cast_to, map_batch, sum_to
 from tapegrad.core.tape import Tape
-from tapegrad.core.traced import Traced, value
+from tapegrad.core.traced import Traced, unbox_idle, value
 from tapegrad.pytree import tree_flatten, tree_unflatten
 from tapegrad.transforms._util import (
     PLAIN,
@@ -80,7 +80,9 @@ class ForwardTape(Tape):
         assert out is not None  # a recorded op has at least one traced argument
         if out.dtype != v.dtype:
             out = cast_to(out, v.dtype)
-        return self.watch_with(ans, out)
+        t = Traced(ans, self, None)  # (watch_with, spelled out: this is every forward op's cost)
+        t._tangent = out
+        return t
 
 
 def _broadcast_tangent(c: Any, nb: int, target: tuple[int, ...]) -> Any:
@@ -188,8 +190,7 @@ def _trace_forward(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
 def _primal_and_tangent(ftape: ForwardTape, x: Any, like: Any) -> tuple[Any, Any]:
     if type(x) is Traced and x._level is ftape:
         return rewrap(like, x._value), rewrap(like, finish(x._tangent, x._value))
-    while type(x) is Traced and not x._level.active and not x._level.abstract:
-        x = x._value
+    x = unbox_idle(x)
     v = value(x)
     zeros = array_module(v).zeros(ftape.batch + np.shape(v), dtype=np.result_type(v))
     return rewrap(like, x), rewrap(like, zeros)
