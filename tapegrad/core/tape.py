@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 from typing_extensions import Self
 
-from tapegrad._gc import gc_paused
-from tapegrad._where import stop_warn_at_user, warn_at_user
+from tapegrad._gc import tracing
 from tapegrad.core.engine_ops import cast_to, map_batch, sum_to
 from tapegrad.core.level import Level
 from tapegrad.core.primitive import (
@@ -173,7 +172,6 @@ class Tape(Level):
         self.active = False
         self.level = -1
         self._used = False
-        self._warn: Any = None  # (what tapegrad._where.warn_at_user returned on entering)
         self._append = self.entries.append
 
     # --- recording ----------------------------------------------------------
@@ -263,22 +261,19 @@ class Tape(Level):
         return self.record(prim, ans, args, raw, kwargs, argnums)
 
     # (__enter__ and __exit__ run once per transform call, a few per nested
-    # derivative: Level.push/pop are spelled out here, and the warning switch
-    # is skipped without a call when an outer tape set it already)
+    # derivative: a nested ``tracing`` only counts itself, see tapegrad._gc)
     def __enter__(self) -> Self:
         if self.active:
             raise RuntimeError("this tape is already recording")
         self.push()
         self.active = True
-        gc_paused.__enter__()
-        self._warn = warn_at_user()  # NumPy's warnings point at the user's line (see tapegrad._where)
+        tracing.__enter__()  # (the collector paused, NumPy's warnings at the user's line)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.pop()
         self.active = False
-        gc_paused.__exit__()
-        stop_warn_at_user(self._warn)
+        tracing.__exit__()
 
     def watch(self, x: Any) -> Any:
         """Start tracing ``x`` (a pytree of arrays) on this tape.
@@ -364,8 +359,7 @@ class Tape(Level):
         was_active = self.active
         self.active = False  # this tape's own values are constants to the replay
         try:
-            with gc_paused:
-                ct = backprop(reversed(self.entries), seeds, retain, batched=batched)
+            ct = backprop(reversed(self.entries), seeds, retain, batched=batched)
         finally:
             self.active = was_active
         out = []
@@ -556,12 +550,11 @@ def backprop(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,
     ``map_batch``). Without it, no rule is wrapped (the plain walk).
     """
     frees_before, _walk.frees = _walk.frees, not retain
-    warn = warn_at_user()  # NumPy's warnings in rules point at the user's line (see tapegrad._where)
     try:
-        return _walk_entries(entries, ct, retain, hooks, batched)
+        with tracing:  # (the collector paused, NumPy's warnings in rules at the user's line)
+            return _walk_entries(entries, ct, retain, hooks, batched)
     finally:
         _walk.frees = frees_before
-        stop_warn_at_user(warn)
 
 
 def _walk_entries(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,

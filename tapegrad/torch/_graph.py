@@ -28,7 +28,7 @@ from tapegrad.core.graph_tape import (
     disconnect_residuals,
     reachable,
 )
-from tapegrad.core.tape import Entry, FreedGraphError, backprop, gc_paused, next_index, parents_of
+from tapegrad.core.tape import Entry, FreedGraphError, backprop, next_index, parents_of, tracing
 from tapegrad.core.traced import Traced, value
 from tapegrad.torch._storage import (  # noqa: F401  (bump, counter_of, version_of: the facade's API here too)
     VersionCounter,
@@ -667,7 +667,7 @@ def run_backward(roots: list[Any], seeds: list[Any], retain_graph: bool, create_
     prev = GT.active
     GT.active = create_graph
     try:
-        with gc_paused:
+        with tracing:
             out = _walk[0](order, ct, retain_graph, hooks)
     except FreedGraphError:  # (the core's words: PyTorch's here)
         raise RuntimeError(SECOND_BACKWARD) from None

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.core.tape import Tape, backprop, conversion_hint, gc_paused, zeros_for
+from tapegrad.core.tape import Tape, backprop, conversion_hint, zeros_for
 from tapegrad.core.traced import Traced, unbox_idle
 from tapegrad.pytree import ARRAY_LEAF_TYPES, tree_flatten, tree_unflatten
 
@@ -169,8 +169,7 @@ class Traced_call:
 
     def backward(self, seeds: dict[int, Any], retain: bool, batch: tuple[int, ...] = ()) -> list[Any]:
         """Cotangents for every argnum, each in its argument's structure."""
-        with gc_paused:
-            ct = backprop(reversed(self.tape.entries), seeds, retain, batched=bool(batch))
+        ct = backprop(reversed(self.tape.entries), seeds, retain, batched=bool(batch))
         results = []
         for _, tdef, nodes, primals in self.inputs:
             gs = []

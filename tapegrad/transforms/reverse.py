@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad._gc import tracing
 from tapegrad.core.tape import add_seed, ones_seed
 from tapegrad.core.traced import Traced, value
 from tapegrad.pytree import tree_flatten, tree_map
@@ -33,14 +34,15 @@ def _value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...], has_a
     nums_for = Argnums(argnums, who)
 
     def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
-        call = Traced_call(f, args, kwargs, nums_for(len(args), who), persistent=False, who=who)
-        out, aux = _split_aux(call.out, has_aux, who) if has_aux else (call.out, None)
-        _check_scalar(out, who, holomorphic)
-        seeds: dict[int, Any] = {}
-        node = call.node_of(out)
-        if node is not None:
-            seeds[node.index] = ones_seed(out._value)
-        grads = call.backward(seeds, retain=False)
+        with tracing:  # (one span for the tape and its backward pass)
+            call = Traced_call(f, args, kwargs, nums_for(len(args), who), persistent=False, who=who)
+            out, aux = _split_aux(call.out, has_aux, who) if has_aux else (call.out, None)
+            _check_scalar(out, who, holomorphic)
+            seeds: dict[int, Any] = {}
+            node = call.node_of(out)
+            if node is not None:
+                seeds[node.index] = ones_seed(out._value)
+            grads = call.backward(seeds, retain=False)
         g = tuple(grads) if nums_for.many else grads[0]
         if not with_value:
             return (g, aux) if has_aux else g
