@@ -334,6 +334,12 @@ def build() -> dict[str, types.ModuleType]:
     mods = {"cupy": cupy, "cupy.linalg": module("cupy.linalg", linalg), "cupy.fft": module("cupy.fft", fft),
             "cupy.random": _random_module(), "cupy.cuda": _cuda_module()}
     mods["cupy.cuda.runtime"] = mods["cupy.cuda"].runtime
+    # cupy/lib/stride_tricks.py: as_strided, sliding_window_view (views of device memory)
+    tricks = module("cupy.lib.stride_tricks", {
+        n: function(getattr(np.lib.stride_tricks, n), n) for n in ("as_strided", "sliding_window_view")})
+    mods["cupy.lib"] = module("cupy.lib", {"stride_tricks": tricks})
+    mods["cupy.lib"].__path__ = []
+    mods["cupy.lib.stride_tricks"] = tricks
     special = module("cupyx.scipy.special", {n: _special_function(n) for n in SPECIAL if hasattr(sps, n)})
     scipy = module("cupyx.scipy", {"special": special})
     scipy.__path__ = []
