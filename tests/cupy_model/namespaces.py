@@ -23,7 +23,14 @@ import scipy.special as sps
 
 from cupy_model import core
 from cupy_model.core import (
-    NAMESPACE, TRANSFERS, DLPackCapsule, ndarray, ufunc, unsupported, unwrap, wrap,
+    NAMESPACE,
+    TRANSFERS,
+    DLPackCapsule,
+    ndarray,
+    ufunc,
+    unsupported,
+    unwrap,
+    wrap,
 )
 
 # NumPy 2.4 names CuPy 13 does not have
