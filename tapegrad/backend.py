@@ -33,9 +33,9 @@ def array_module(*xs: Any) -> ModuleType:
         mod = type(x).__module__
         if mod.startswith("cupy"):
             kind = "cuda"
-        elif isinstance(x, (np.ndarray, np.generic, int, float, complex, bool)):
+        elif isinstance(x, np.ndarray):
             kind = "cpu"
-        else:
+        else:  # (Python and NumPy scalars go with either device, as CuPy takes them)
             continue
         if found is None:
             found = kind

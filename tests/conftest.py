@@ -24,11 +24,17 @@ API (import the helpers with ``from conftest import ...``; pytest puts
   ``next_functions`` chain below a tensor).
 - ``TorchDiff.assert_same_error(call)``: ``call(real)`` and ``call(ours)``
   raise the same exception type with the same message.
+- fixture ``cp``: CuPy for a test of the ``device="cuda"`` path: real CuPy when it
+  imports and sees a CUDA device, else the CPU model of CuPy (``tests/cupy_model``)
+  put in ``sys.modules`` as ``cupy``/``cupyx`` for the test's duration.
+  ``TAPEGRAD_CUPY=real`` makes the test skip rather than fall back to the model,
+  ``TAPEGRAD_CUPY=model`` uses the model even where a device exists.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import re
 import sys
 import warnings
@@ -59,6 +65,33 @@ def real_torch() -> Any:
 def torch_diff(real_torch: Any) -> TorchDiff:
     """The differential harness, bound to real PyTorch (skips without it)."""
     return TorchDiff(real_torch)
+
+
+def _real_cupy() -> Any:
+    """Real CuPy with a CUDA device, or ``None``."""
+    if os.environ.get("TAPEGRAD_CUPY") == "model":
+        return None
+    try:
+        import cupy
+        if getattr(cupy, "__version__", "").endswith("cpu-model"):
+            return None
+        return cupy if cupy.cuda.runtime.getDeviceCount() > 0 else None
+    except Exception:  # noqa: BLE001  # not installed, no driver, no device: all mean "no real CuPy"
+        return None
+
+
+@pytest.fixture
+def cp() -> Iterator[Any]:
+    """CuPy: the real one on a CUDA device, else the CPU model (see the module docstring)."""
+    real = _real_cupy()
+    if real is not None:
+        yield real
+        return
+    if os.environ.get("TAPEGRAD_CUPY") == "real":
+        pytest.skip("TAPEGRAD_CUPY=real and no CuPy with a CUDA device")
+    from cupy_model import installed
+    with installed() as model:
+        yield model
 
 
 # --- graphs --------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The CuPy backend: the same results on the GPU as on the CPU.
 
-Every test here is marked ``gpu`` and skips cleanly unless CuPy imports and
-a CUDA device is present (CI has none).
+Every test here is marked ``gpu``; the ``cp`` fixture (tests/conftest.py) runs it
+on real CuPy with a CUDA device, else on the CPU model of CuPy (tests/cupy_model).
 """
 
 from __future__ import annotations
@@ -13,17 +13,6 @@ import tapegrad as tg
 import tapegrad.numpy as tnp
 
 pytestmark = pytest.mark.gpu
-
-
-@pytest.fixture(scope="module")
-def cp():  # noqa: ANN201
-    cupy = pytest.importorskip("cupy")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except Exception as e:  # no driver, no device
-        pytest.skip(f"no usable CUDA device: {e}")
-    return cupy
 
 
 def _loss(w, x):  # noqa: ANN001, ANN202

@@ -186,6 +186,13 @@ def _listed(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any], err:
     of it refused them; call again with each such argument as one traced array
     (``tnp.array``). Otherwise ``err`` stands. Only reached after a TypeError,
     so the plain path pays nothing for it."""
+    if type(err).__module__ == "builtins" and str(err).startswith(("Unsupported type", "Implicit conversion")):
+        from tapegrad.backend import array_module  # CuPy refused a host array: name both devices
+
+        try:
+            array_module(*args, *kwargs.values())
+        except ValueError as e:
+            raise e from err
     array = NUMPY_DISPATCH.get(np.array)  # (tapegrad.numpy's array, once it is imported)
     if array is None:
         raise err
@@ -316,6 +323,8 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
                         ans, args, raw = prim.fun(x, other), (self, other), (x, other)
                 except ValueError as e:  # (NumPy refused the shapes: say which op and where)
                     raise op_error(prim.name, (other, self) if reflected else (self, other), e)  # noqa: B904
+                except TypeError as e:  # (CuPy refused a host operand: the error names both devices)
+                    return _listed(prim, (other, x) if reflected else (x, other), _NO_KWARGS, e)
                 if type(other) is not float:
                     return tape.record(prim, ans, args, raw, _NO_KWARGS, argnums)
                 c = rules.get(other)  # (the same scalar and maker: see keep_scalar_rule)

@@ -482,6 +482,7 @@ def rules_of(e: Entry) -> tuple[Callable[[Any], Any], ...]:
 def ones_seed(v: Any) -> Any:
     """The seed of an output whose value is ``v``: ones of its shape and dtype
     (a constant, whatever level ``v`` is traced on)."""
+    traced = v
     while type(v) is Traced:
         v = v._value
     if type(v) is np.ndarray or isinstance(v, np.generic):  # NumPy's, without np.ones' wrapper
@@ -490,7 +491,7 @@ def ones_seed(v: Any) -> Any:
         return out
     from tapegrad.backend import array_module
 
-    return array_module(v).ones(v.shape, dtype=v.dtype)
+    return array_module(traced).ones(v.shape, dtype=v.dtype)  # (an abstract value: its array's module)
 
 
 def zeros_for(node: Entry, primal: Any, batch: tuple[int, ...] = ()) -> Any:

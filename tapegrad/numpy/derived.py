@@ -261,7 +261,7 @@ def tile(A: Any, reps: Any) -> Any:
 
 def take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
     if not _traced(a, indices):
-        return np.take(a, indices, axis=axis, mode=mode)
+        return np.take(a, indices, axis=axis, **({"mode": mode} if mode != "raise" else {}))
     a = _arr(a)
     if type(indices) is not Traced:  # (positions a jit computed stay traced: the jit records them)
         indices = np.asarray(indices)
@@ -314,7 +314,7 @@ def take_along_axis(arr: Any, indices: Any, axis: Any) -> Any:
 
 def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None) -> Any:
     if not _traced(a):
-        return np.sort(a, axis=axis, kind=kind, order=order)
+        return np.sort(a, axis=axis, kind=kind, **({"order": order} if order is not None else {}))
     a = _arr(a)
     if axis is None:
         a, axis = ravel(a), -1

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, elementwise_rule
 from tapegrad.core.engine_ops import cast_to
 from tapegrad.core.primitive import defjvp
@@ -48,12 +49,13 @@ def _at_zero(x: Any) -> Any:
 def _balanced_eq(x: Any, z: Any, y: Any) -> Any:
     """1 where x is the winner, 0.5 on ties (as JAX splits them), else 0; in
     the result's dtype (a float64 mask would promote float32 cotangents)."""
-    if concrete(x) is None or concrete(z) is None or concrete(y) is None:  # (no NumPy array of them)
+    xp = array_module(z)
+    if xp is not np or concrete(x) is None or concrete(z) is None or concrete(y) is None:  # (no NumPy array of them; on CuPy, no host sync)
         x, z, y = value(x), value(z), value(y)
         win = x == z
         dtype = np.result_type(z)
-        out = where3(win, np.ones((), dtype), np.zeros((), dtype))
-        return where3(win & (y == z), np.asarray(0.5, dtype), out)
+        out = where3(win, xp.ones((), dtype), xp.zeros((), dtype))
+        return where3(win & (y == z), xp.asarray(0.5, dtype), out)
     x, z, y = value(x), value(z), value(y)
     win = x == z
     out = np.asarray(win, dtype=np.result_type(z))

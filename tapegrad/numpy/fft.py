@@ -195,7 +195,7 @@ def _one_axis(a: Any, n: Any, axis: int) -> tuple[int, int]:
 def fft(a: Any, n: Any = None, axis: int = -1, norm: Any = None, out: Any = None) -> Any:
     """1-D discrete Fourier transform, as ``numpy.fft.fft``."""
     if not _traced(a):
-        return np.fft.fft(a, n, axis, norm, out=out)
+        return np.fft.fft(a, n, axis, norm, **({"out": out} if out is not None else {}))  # (CuPy's has no out=)
     n, ax = _one_axis(a, n, axis)
     return c2c_p(a, s=(n,), axes=(ax,), norm=_norm(norm), inverse=False)
 
@@ -203,7 +203,7 @@ def fft(a: Any, n: Any = None, axis: int = -1, norm: Any = None, out: Any = None
 def ifft(a: Any, n: Any = None, axis: int = -1, norm: Any = None, out: Any = None) -> Any:
     """1-D inverse discrete Fourier transform, as ``numpy.fft.ifft``."""
     if not _traced(a):
-        return np.fft.ifft(a, n, axis, norm, out=out)
+        return np.fft.ifft(a, n, axis, norm, **({"out": out} if out is not None else {}))  # (CuPy's has no out=)
     n, ax = _one_axis(a, n, axis)
     return c2c_p(a, s=(n,), axes=(ax,), norm=_norm(norm), inverse=True)
 
@@ -211,7 +211,7 @@ def ifft(a: Any, n: Any = None, axis: int = -1, norm: Any = None, out: Any = Non
 def fftn(a: Any, s: Any = None, axes: Any = None, norm: Any = None, out: Any = None) -> Any:
     """N-D discrete Fourier transform, as ``numpy.fft.fftn``."""
     if not _traced(a):
-        return np.fft.fftn(a, s, axes, norm, out=out)
+        return np.fft.fftn(a, s, axes, norm, **({"out": out} if out is not None else {}))  # (CuPy's has no out=)
     s, axes = _nd_args(a, s, axes)
     return c2c_p(a, s=s, axes=axes, norm=_norm(norm), inverse=False)
 
@@ -219,7 +219,7 @@ def fftn(a: Any, s: Any = None, axes: Any = None, norm: Any = None, out: Any = N
 def ifftn(a: Any, s: Any = None, axes: Any = None, norm: Any = None, out: Any = None) -> Any:
     """N-D inverse discrete Fourier transform, as ``numpy.fft.ifftn``."""
     if not _traced(a):
-        return np.fft.ifftn(a, s, axes, norm, out=out)
+        return np.fft.ifftn(a, s, axes, norm, **({"out": out} if out is not None else {}))  # (CuPy's has no out=)
     s, axes = _nd_args(a, s, axes)
     return c2c_p(a, s=s, axes=axes, norm=_norm(norm), inverse=True)
 
@@ -237,7 +237,7 @@ def ifft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: Any = None, out: An
 def rfft(a: Any, n: Any = None, axis: int = -1, norm: Any = None, out: Any = None) -> Any:
     """1-D transform of a real input (the non-negative frequencies), as ``numpy.fft.rfft``."""
     if not _traced(a):
-        return np.fft.rfft(a, n, axis, norm, out=out)
+        return np.fft.rfft(a, n, axis, norm, **({"out": out} if out is not None else {}))  # (CuPy's has no out=)
     n, ax = _one_axis(a, n, axis)
     return rfft_p(a, n=n, axis=ax, norm=_norm(norm))
 
@@ -245,7 +245,7 @@ def rfft(a: Any, n: Any = None, axis: int = -1, norm: Any = None, out: Any = Non
 def irfft(a: Any, n: Any = None, axis: int = -1, norm: Any = None, out: Any = None) -> Any:
     """Inverse of ``rfft`` (a real output of length ``n``), as ``numpy.fft.irfft``."""
     if not _traced(a):
-        return np.fft.irfft(a, n, axis, norm, out=out)
+        return np.fft.irfft(a, n, axis, norm, **({"out": out} if out is not None else {}))  # (CuPy's has no out=)
     ax = d.normalize_axis(axis, a.ndim) - a.ndim
     n = 2 * (a.shape[ax] - 1) if n is None else int(n)
     if n < 1:
@@ -257,7 +257,7 @@ def rfftn(a: Any, s: Any = None, axes: Any = None, norm: Any = None, out: Any = 
     """N-D transform of a real input, as ``numpy.fft.rfftn``: ``rfft`` along the
     last of ``axes``, then the complex transform along the others."""
     if not _traced(a):
-        return np.fft.rfftn(a, s, axes, norm, out=out)
+        return np.fft.rfftn(a, s, axes, norm, **({"out": out} if out is not None else {}))  # (CuPy's has no out=)
     s, axes = _nd_args(a, s, axes)
     norm = _norm(norm)
     a = rfft_p(a, n=s[-1], axis=axes[-1], norm=norm)
@@ -270,7 +270,7 @@ def irfftn(a: Any, s: Any = None, axes: Any = None, norm: Any = None, out: Any =
     """Inverse of ``rfftn``, as ``numpy.fft.irfftn``: the inverse complex
     transform along all of ``axes`` but the last, then ``irfft`` along it."""
     if not _traced(a):
-        return np.fft.irfftn(a, s, axes, norm, out=out)
+        return np.fft.irfftn(a, s, axes, norm, **({"out": out} if out is not None else {}))  # (CuPy's has no out=)
     last_given = s is not None
     s, axes = _nd_args(a, s, axes)
     if not last_given:

@@ -423,7 +423,7 @@ def _setitem(x: Any, index: Index, v: Any) -> Any:
 setitem = _lifting(primitive(_setitem, "setitem", batched=True))
 
 def _vjp_setitem_x(ans: Any, x: Any, idx: Index, v: Any) -> Rule:
-    keep = np.ones(x.shape, dtype=bool)
+    keep = array_module(value(x)).ones(x.shape, dtype=bool)
     if idx.traced:  # (positions a jit trace computed: it records the mask)
         keep = setitem(keep, idx, False)
     else:

@@ -103,7 +103,7 @@ def _mm(a: Any, b: Any) -> Any:
 
 
 def _eye(n: int, like: Any) -> np.ndarray:
-    return np.eye(n, dtype=value(like).dtype)
+    return array_module(like).eye(n, dtype=value(like).dtype)
 
 
 def _embed_diag(v: Any) -> Any:
@@ -335,7 +335,7 @@ def cholesky(a: Any, /, *, upper: bool = False) -> Any:
     """Cholesky factor of a Hermitian positive-definite matrix, as
     ``numpy.linalg.cholesky`` (only the lower triangle of ``a`` is read)."""
     if not _traced(a):
-        return np.linalg.cholesky(a, upper=upper)
+        return _H(np.linalg.cholesky(a)) if upper else np.linalg.cholesky(a)  # (CuPy's has no upper=)
     L = cholesky_p(a)
     return _H(L) if upper else L
 
@@ -396,7 +396,7 @@ def eigvalsh(a: Any, UPLO: str = "L") -> Any:
 def _svd_packed(a: Any, hermitian: bool = False) -> Any:
     """Reduced SVD packed as ``[U; s; V]`` (``V = Vh^H``), shape ``(..., m + 1 + n, k)``."""
     xp = array_module(a)
-    u, s, vh = xp.linalg.svd(a, full_matrices=False, hermitian=hermitian)
+    u, s, vh = xp.linalg.svd(a, full_matrices=False, **({"hermitian": hermitian} if hermitian else {}))
     return xp.concatenate([u, s[..., None, :].astype(u.dtype), xp.conj(xp.swapaxes(vh, -1, -2))], axis=-2)
 
 
@@ -469,7 +469,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: 
     singular values alone (``compute_uv=False``) has no such caveat.
     """
     if not _traced(a):
-        return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv, hermitian=hermitian)
+        return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv, **({"hermitian": hermitian} if hermitian else {}))
     if not compute_uv:
         return svdvals_p(a)
     m, n = a.shape[-2], a.shape[-1]

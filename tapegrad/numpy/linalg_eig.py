@@ -79,7 +79,7 @@ def _vjp_eig(ans: Any, a: Any) -> Any:
         gap = lam[..., None, :] - lam[..., :, None]
         same = gap == 0
         F = w.where3(same, 0.0, 1.0 / w.where3(same, 1.0, gap))
-        inner = gw[..., :, None] * np.eye(lam.shape[-1], dtype=value(ans).dtype) + w.conjugate(F) * w.matmul(_H(V), gu)
+        inner = gw[..., :, None] * array_module(value(ans)).eye(lam.shape[-1], dtype=value(ans).dtype) + w.conjugate(F) * w.matmul(_H(V), gu)
         ga = w.conjugate(np.linalg.solve(_H(V), w.matmul(inner, _H(V))))
         return w.real(ga) if real_input else ga
 

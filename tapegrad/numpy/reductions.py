@@ -176,7 +176,7 @@ def _prod_of_others(x: Any, axis: Any) -> Any:
     rest = tuple(i for i in range(len(shape)) if i not in axes)
     perm = rest + axes
     xt = reshape_c(transpose(x, perm), tuple(shape[i] for i in rest) + (-1,))
-    ones = np.ones(xt.shape[:-1] + (1,), dtype=value(x).dtype)
+    ones = array_module(value(x)).ones(xt.shape[:-1] + (1,), dtype=value(x).dtype)
     left = cumprod(concatenate_args(xt.ndim - 1, ones, xt[..., :-1]), axis=-1)
     right = flip(cumprod(concatenate_args(xt.ndim - 1, ones, flip(xt, -1)[..., :-1]), axis=-1), -1)
     others = reshape_c(left * right, tuple(shape[i] for i in perm))
@@ -359,7 +359,7 @@ def _cumprod_grad_with_zeros(g: Any, x: Any, ax: int) -> Any:
     for i in range(n - 2, -1, -1):
         s.append(gm[..., i] + xm[..., i + 1] * s[-1])
     s.reverse()
-    left = [np.ones(xm.shape[:-1], dtype=value(xm).dtype)]
+    left = [array_module(value(xm)).ones(xm.shape[:-1], dtype=value(xm).dtype)]
     for i in range(1, n):
         left.append(left[-1] * xm[..., i - 1])
     parts = [lf * si for lf, si in zip(left, s)]

@@ -65,28 +65,31 @@ __all__ = ["beta", "betainc", "betaln", "digamma", "erf", "erfc", "erfcinv", "er
            "log_softmax", "logsumexp", "multigammaln", "polygamma", "psi", "rgamma", "softmax", "y0", "y1", "yn"]
 
 
-def _scipy_special(name: str) -> ModuleType:
+def _scipy_special(name: str, *args: Any) -> ModuleType:
+    if args and array_module(*args) is not np:  # CuPy arrays: cupyx.scipy.special has the same names
+        import cupyx.scipy.special
+        return cupyx.scipy.special
     return scipy_module("special", f"tapegrad.scipy.special.{name}")
 
 
 def _erf(x: Any) -> Any:
-    return _scipy_special("erf").erf(x)
+    return _scipy_special("erf", x).erf(x)
 
 
 def _erfc(x: Any) -> Any:
-    return _scipy_special("erfc").erfc(x)
+    return _scipy_special("erfc", x).erfc(x)
 
 
 def _gammaln(x: Any) -> Any:
-    return _scipy_special("gammaln").gammaln(x)
+    return _scipy_special("gammaln", x).gammaln(x)
 
 
 def _digamma(x: Any) -> Any:
-    return _scipy_special("digamma").digamma(x)
+    return _scipy_special("digamma", x).digamma(x)
 
 
 def _polygamma(n: Any, x: Any) -> Any:
-    return _scipy_special("polygamma").polygamma(n, x)
+    return _scipy_special("polygamma", n, x).polygamma(n, x)
 
 
 def _expit(x: Any) -> Any:
@@ -225,7 +228,7 @@ def _no_closed_form(fname: str, arg: str, argnum: int) -> Any:
 def _from_scipy(name: str, nargs: int) -> Any:
     """A primitive whose values are ``scipy.special.<name>``'s (SciPy imported on first call)."""
     def fun(*args: Any) -> Any:
-        return getattr(_scipy_special(name), name)(*args)
+        return getattr(_scipy_special(name, *args), name)(*args)
 
     fun.__name__ = fun.__qualname__ = f"_{name}"
     fun.__doc__ = f"``scipy.special.{name}`` of {nargs} argument(s)."

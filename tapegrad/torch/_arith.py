@@ -45,6 +45,8 @@ from tapegrad.torch._tensor_base import OpsBase as _Base
 def _as_pytorch_shapes(a: Any, b: Any, err: ValueError) -> Exception:
     """PyTorch's RuntimeError for operands ``a``, ``b`` whose shapes do not
     broadcast (NumPy's ``err`` said so), else ``err`` itself."""
+    if str(err).startswith("tapegrad: expected all arrays on one device"):  # (backend.array_module's)
+        return RuntimeError("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!")
     clash = broadcast_mismatch(np.shape(a), np.shape(b))
     return err if clash is None else clash
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.backend import array_module
 from tapegrad.batching import BatchTrace
 from tapegrad.core.primitive import Primitive, top_tape
 from tapegrad.core.tape import Tape
@@ -332,7 +333,7 @@ class custom_jvp:
 
             def vjp(g: Any) -> list[Any]:  # transpose t -> rule(primals, t)[1] at g
                 with Tape() as lin:
-                    ts = [lin._watch_leaf(np.zeros(np.shape(value(x)), np.result_type(value(x))))
+                    ts = [lin._watch_leaf(array_module(value(x)).zeros(np.shape(value(x)), np.result_type(value(x))))
                           for x in raw]
                     _, tout = rule(primals, tuple(tree_unflatten(tdef, ts)))
                     tflat = packing.pack(tout)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.backend import array_module
 from tapegrad.core.traced import Traced, value
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._graph import GT, bump, leaf_tensor, run_backward, tensor_hooks
@@ -39,11 +40,11 @@ def _seeds(outputs: list[Tensor], grads: list[Any], who: str) -> list[Any]:
         if g is None:
             if v.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            seeds.append(np.array(1, v.dtype) if not v.shape else np.ones(v.shape, dtype=v.dtype))
+            seeds.append(array_module(v).ones(v.shape, dtype=v.dtype))  # (on the output's device)
             continue
         gv = _v(g)
         if not hasattr(gv, "shape"):
-            gv = np.asarray(gv, dtype=v.dtype)
+            gv = array_module(v).asarray(gv, dtype=v.dtype)
         if tuple(gv.shape) != tuple(v.shape):
             raise RuntimeError(
                 f"Mismatch in shape: grad_output[{i}] has a shape of {D.Size(gv.shape)} and "
@@ -65,7 +66,7 @@ def _accumulate(t: Tensor, g: Any, create_graph: bool, seen: set[int]) -> None:
     if type(g) is np.ndarray and (id(g) in seen or not g.flags.writeable or g.base is not None):
         g = g.copy()
     elif type(g) is not Traced:
-        g = _own(np.asarray(g))
+        g = _own(array_module(g).asarray(g) if id(g) not in seen else g.copy())  # (a CuPy array stays on the device)
     seen.add(id(g))
     old = t._grad
     if old is None:
@@ -197,9 +198,9 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
                 g = ct[key]
                 if t.is_leaf:
                     g = _leaf_hooks(t, g)
-                result.append(_new(g if type(g) is Traced else _own(np.asarray(g))))
+                result.append(_new(g if type(g) is Traced else _own(array_module(g).asarray(g))))
             elif materialize_grads:
-                result.append(_new(np.zeros(t.shape, dtype=t._value.dtype)))
+                result.append(_new(array_module(t._value).zeros(t.shape, dtype=t._value.dtype)))
             elif allow_unused:
                 result.append(None)
             else:
