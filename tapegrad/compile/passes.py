@@ -207,12 +207,12 @@ def plan_buffers(program: Sequence[Any], inputs: Iterable[int], outputs: Iterabl
 # --- common subexpressions and identities ---------------------------------------------------------
 
 
-def _const_key(x: Any) -> Any:
+def const_key(x: Any) -> Any:
     """A key equal for constants that are interchangeable as arguments."""
     if x is None or type(x) in (bool, int, float, complex, str):
         return (type(x), repr(x))  # (1, 1.0, True and 0.0, -0.0 stay apart)
     if type(x) is tuple:
-        return (tuple, tuple(_const_key(v) for v in x))
+        return (tuple, tuple(const_key(v) for v in x))
     return ("id", id(x))
 
 
@@ -256,8 +256,8 @@ def simplify(program: Sequence[Any], values: Sequence[Any]) -> tuple[Program, di
                     break
             if ins.outs[0] in rename:
                 continue
-        key = (id(ins.fn), tuple(("v", a.n) if type(a) is Var else _const_key(a) for a in ins.args),
-               tuple((k, ("v", v.n) if type(v) is Var else _const_key(v)) for k, v in ins.kwargs))
+        key = (id(ins.fn), tuple(("v", a.n) if type(a) is Var else const_key(a) for a in ins.args),
+               tuple((k, ("v", v.n) if type(v) is Var else const_key(v)) for k, v in ins.kwargs))
         if key in seen:
             for o_new, o_old in zip(ins.outs, seen[key]):
                 rename[o_new] = o_old
