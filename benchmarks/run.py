@@ -920,6 +920,9 @@ def case_h(s: Settings, peers: list[Peer]) -> list[Row]:
         if style == "jit":  # the example's --jit: value_and_grad + tg.optimizers.adam, compiled
             rows.append(Row("h", "train_digits epoch, functional style, jit", "ms", numpy=t_np * 1e3,
                             tapegrad=t * 1e3, target=JIT_TARGETS["h"]))
+        elif style == "jit_numba":
+            rows.append(Row("h", "the same, jit, backend='numba'", "ms", numpy=t_np * 1e3,
+                            tapegrad=t * 1e3, target=0.7))
         elif style in digits_bench.PEERS:  # another library's step in the same rounds: its ratio
             rows.append(Row("h", f"train_digits epoch, {style} (peer)", "ms", numpy=t_np * 1e3,
                             tapegrad=t * 1e3, note="a peer's figure in the tapegrad column"))
