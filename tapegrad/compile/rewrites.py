@@ -605,6 +605,10 @@ def rewrite(program: Sequence[Any], values: list[Any], outputs: Iterable[int]) -
     # where the trace had a transposed view): what reads them is computed again, so that the
     # buffer planner sees the layouts (and the views) the program will make
     relaid: set[int] = set()
+    # Vars whose value is now another array than the trace's: what may return a view of them is
+    # computed again, so that the planner sees which values share memory (a reshape of the new
+    # array, not of the traced one)
+    moved: set[int] = set()
     for ins in program:
         if type(ins) is Guard:
             rw.out.append(Guard(rename.get(ins.var, ins.var), ins.truth))
@@ -613,12 +617,15 @@ def rewrite(program: Sequence[Any], values: list[Any], outputs: Iterable[int]) -
             ins = ins._replace(args=tuple(Var(rename.get(a.n, a.n)) if type(a) is Var else a for a in ins.args),
                                kwargs=tuple((k, Var(rename.get(v.n, v.n)) if type(v) is Var else v)
                                             for k, v in ins.kwargs))
-        if relaid and any(n in relaid for n in uses(ins)):
-            _recompute(ins, values, relaid)
+        if relaid and any(n in relaid for n in uses(ins)) or moved and not _fresh(ins) and any(
+                n in moved for n in uses(ins)):
+            _recompute(ins, values, relaid, moved)
         new = rw.add(ins)
         if new is not None:  # (the Var now also has the uses of the one it replaces)
             if _layout(values[new.n]) != _layout(values[ins.outs[0]]):
                 relaid.add(new.n)
+            if values[new.n] is not values[ins.outs[0]]:
+                moved.add(new.n)
             rename[ins.outs[0]] = new.n
             rw.counts[new.n] = rw.counts.get(new.n, 0) + rw.counts.get(ins.outs[0], 0)
     return rw.out, rename
@@ -629,14 +636,23 @@ def _layout(x: Any) -> Any:
     return (x.shape, x.strides) if type(x) is np.ndarray else None
 
 
-def _recompute(ins: Instr, values: list[Any], relaid: set[int]) -> None:
+def _fresh(ins: Instr) -> bool:
+    """Does ``ins`` return memory of its own (a ufunc with one output, a
+    ``fresh_out`` primitive), never a view of an argument?"""
+    return isinstance(ins.fn, np.ufunc) and ins.fn.nout == 1 or facts_of(ins.prim).fresh_out
+
+
+def _recompute(ins: Instr, values: list[Any], relaid: set[int], moved: set[int]) -> None:
     """Compute ``ins`` again on the current values; its results whose layout
-    changed join ``relaid``."""
+    changed join ``relaid``, and those that may be views of an argument ``moved``."""
     def get(a: Any) -> Any:
         return values[a.n] if type(a) is Var else a
 
     got = ins.fn(*[get(a) for a in ins.args], **{k: get(v) for k, v in ins.kwargs})
+    fresh = _fresh(ins)
     for o, v in zip(ins.outs, got if ins.multi else (got,)):
         if _layout(v) != _layout(values[o]):
             relaid.add(o)
+        if not fresh:
+            moved.add(o)
         values[o] = v
