@@ -347,3 +347,167 @@ def test_a_constant_beside_a_python_number_argument():
     jf = tg.jit(lambda x, s: c * s + x)  # (s: a Python number, traced as one)
     for s in (2.0, 3.0):
         np.testing.assert_array_equal(jf(np.ones(3), s), c * s + 1.0)
+
+
+# --- arithmetic: scalars folded, negations absorbed ------------------------------------------------
+
+
+def _source(jf, *args):
+    return jf.lower(*args).as_text()
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 1e-6)])
+def test_the_bias_correction_of_a_root_folds_into_the_step_size(dtype, rtol):
+    def update(p, m, v, t):
+        t = t + 1
+        step = (0.01 / (1 - 0.9 ** t)).astype(dtype)
+        root = tnp.sqrt(1 - 0.999 ** t).astype(dtype)
+        return p - step * (m / (tnp.sqrt(v) / root + 1e-8))
+
+    r = _rng()
+    p, m = (r.standard_normal((5, 3)).astype(dtype) for _ in range(2))
+    v = r.random((5, 3)).astype(dtype)
+    jf = tg.jit(update)
+    ops = _ops(_source(jf, p, m, v, np.array(3)))
+    # one pass over the array fewer: m / (sqrt(v) + eps*root) the only division
+    assert ops.count("divide") == 1 and ops.count("multiply") == 1, ops
+    for t in (np.array(3), np.array(40)):
+        _close(jf(p, m, v, t), update(p, m, v, t), rtol=rtol, atol=0)
+
+
+def test_scalar_factors_of_a_product_are_multiplied_once():
+    x = _rng().standard_normal(7)
+
+    def f(x, s):
+        return s * (2.5 * x), 3.0 * (x * s)
+
+    jf = tg.jit(f)
+    s = np.float64(1.5)
+    ops = _ops(_source(jf, x, s))
+    # one pass over the array each (four before): the scalars multiplied first, as NumPy scalars
+    assert ops.count("multiply") == 2 and ops.count("*") == 2, ops
+    _close(jf(x, s), f(x, s))
+
+
+@pytest.mark.parametrize("f, kept, gone", [
+    (lambda x, y: x + -y, "subtract", "negative"),
+    (lambda x, y: -y + x, "subtract", "negative"),
+    (lambda x, y: x - -y, "add", "negative"),
+    (lambda x, y: tnp.negative(-x) * y, "multiply", "negative"),
+    (lambda x, y: x * y + (-x) * (2.0 * y), "subtract", "negative"),
+])
+def test_negations_are_absorbed(f, kept, gone):
+    x, y = _rng().standard_normal((2, 6))
+    jf = tg.jit(f)
+    ops = _ops(_source(jf, x, y))
+    assert kept in ops and gone not in ops, ops
+    _close(jf(x, y), f(x, y))
+
+
+def test_a_difference_of_two_scaled_arrays_is_one_scaled_difference():
+    def f(p, onehot):  # (the folded gradient of a mean cross-entropy: softmax/n - onehot/n)
+        n = np.float32(64)
+        return p * (1 / n) + onehot * (-1 / n), p * np.float32(0.5) + onehot * np.float32(0.5)
+
+    r = _rng()
+    p, onehot = r.random((4, 3)).astype(np.float32), np.eye(3, dtype=np.float32)[[0, 2, 1, 0]]
+    jf = tg.jit(f)
+    ops = _ops(_source(jf, p, onehot))
+    assert ops.count("multiply") == 2 and ops.count("subtract") == 1 and ops.count("add") == 1, ops
+    _close(jf(p, onehot), f(p, onehot), rtol=1e-6, atol=1e-7)
+
+
+def test_a_vector_times_a_transpose_is_the_matrix_times_the_vector():
+    r = _rng()
+    v, a = r.standard_normal(4), r.standard_normal((3, 4))
+
+    def f(v, a):
+        return v @ a.T
+
+    jf = tg.jit(f)
+    assert _ops(_source(jf, v, a)) == ["matmul"]
+    _close(jf(v, a), f(v, a))
+
+
+def test_the_maximum_of_short_rows_reduces_their_transpose_and_keeps_nans_and_infinities():
+    z = _rng().standard_normal((40, 10)).astype(np.float32)
+    z[3, 4], z[5] = np.nan, -np.inf
+    z[7, 2] = np.inf
+    program = [_ins(rewrites.MAX_REDUCE, "max", [Var(0), 1, None, None, True], [1])]
+    values = [z, np.maximum.reduce(z, 1, None, None, True)]
+    kept, outs = _rewritten(program, values, [1])
+    assert [ins.name for ins in kept] == ["max_of_rows"]
+    got = _evaluate(kept, values, {0: z})[outs[0]]
+    np.testing.assert_array_equal(got, values[1])
+    assert got.shape == (40, 1) and got.dtype == np.float32
+
+
+@pytest.mark.parametrize("shape, axis, keepdims", [((40, 10), 0, True), ((4, 10), 1, True),
+                                                   ((40, 100), 1, True), ((40, 10), 1, False)])
+def test_other_maxima_stay_numpys_reduction(shape, axis, keepdims):
+    z = _rng().standard_normal(shape)
+    program = [_ins(rewrites.MAX_REDUCE, "max", [Var(0), axis, None, None, keepdims], [1])]
+    kept, _ = _rewritten(program, [z, np.maximum.reduce(z, axis, None, None, keepdims)], [1])
+    assert [ins.name for ins in kept] == ["max"]
+
+
+def test_a_python_integer_beside_a_float_array_is_a_float():
+    def f(x, n):
+        return 1 - x * x, 2 * x, n * 3
+
+    x, n = _rng().standard_normal(5).astype(np.float32), np.arange(4)
+    jf = tg.jit(f)
+    text = _source(jf, x, n)
+    assert "(1.0, " in text and "(2.0, " in text and "(v1, 3)" in text, text  # (integer arrays keep theirs)
+    for g, w in zip(jf(x, n), f(x, n)):
+        np.testing.assert_array_equal(g, w)
+        assert g.dtype == w.dtype
+
+
+def test_the_same_scalar_folded_for_several_arrays_is_computed_once():
+    def f(xs, s, r):
+        return [s * (x / (tnp.sqrt(x * x) / r + 1e-8)) for x in xs]
+
+    xs = [_rng(i).standard_normal(3) for i in range(4)]
+    jf = tg.jit(f)
+    text = _source(jf, xs, np.float64(0.5), np.float64(0.25))
+    assert text.count(" * v") + text.count("* v") >= 1 and text.count("1e-08 *") == 1, text
+    _close(jf(xs, np.float64(0.5), np.float64(0.25)), f(xs, np.float64(0.5), np.float64(0.25)))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: tg.optimizers.adam(0.01),
+    lambda: tg.optimizers.adam(0.01, weight_decay=0.1),
+    lambda: tg.optimizers.rmsprop(0.01, momentum=0.9),
+    lambda: tg.optimizers.sgd(0.1, momentum=0.9, nesterov=True),
+])
+@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 2e-6)])
+def test_compiled_optimizer_steps_equal_eager_ones(make, dtype, rtol):
+    opt = make()
+    r = _rng()
+    params = {"w": r.standard_normal((6, 4)).astype(dtype), "b": r.standard_normal(4).astype(dtype)}
+    state = opt.init(params)
+    step = tg.jit(lambda g, s, p: opt.update(g, s, p))
+    p_e, s_e, p_j, s_j = params, state, params, state
+    for i in range(4):
+        grads = {k: _rng(i + 1).standard_normal(v.shape).astype(dtype) for k, v in params.items()}
+        p_e, s_e = opt.update(grads, s_e, p_e)
+        p_j, s_j = step(grads, s_j, p_j)
+        _close(p_j, p_e, rtol=rtol, atol=rtol)
+        _close(s_j, s_e, rtol=rtol, atol=rtol)
+
+
+def test_views_of_a_rewritten_value_are_views_of_the_new_array_for_the_planner():
+    # (2 * x rewritten as 2.0 * x is a new array at compile time; a reshape of it read after the
+    # product is written over must keep its buffer alive: the Hessian of sum(tanh(A x)**2))
+    r = _rng()
+    a = r.standard_normal((60, 60)) / np.sqrt(60)
+    x = r.standard_normal(60)
+
+    def f(x):
+        return tnp.sum(tnp.tanh(a @ x) ** 2)
+
+    jf = tg.jit(tg.hessian(f))
+    want = tg.hessian(f)(x)
+    for _ in range(2):
+        _close(jf(x), want)

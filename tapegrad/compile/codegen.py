@@ -82,12 +82,15 @@ class _Names:
 
 
 def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[Any],
-             name: str = "compiled", plan: Plan | None = None) -> tuple[str, dict[str, Any]]:
+             name: str = "compiled", plan: Plan | None = None,
+             donated: Sequence[int] = ()) -> tuple[str, dict[str, Any]]:
     """Return ``(source, globals)`` of a function of the inputs returning the
     list of outputs (each a ``Var`` or a constant, copied if an array:
     the caller owns what it gets). With a buffer ``plan``, the planned
     instructions write into the program's own buffers (``out=b<k>``), which
-    each thread gets once and keeps."""
+    each thread gets once and keeps. ``donated``: the inputs the caller
+    gives up (see ``check_donated``; those the plan overwrites and the
+    program does not return are made read-only after the call)."""
     names = _Names()
     fname = re.sub(r"\W", "_", name) or "compiled"
     if fname[0].isdigit() or fname in names.namespace:
@@ -100,6 +103,17 @@ def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[An
         names.namespace["_buffers"] = _thread_buffers(plan.buffers)
         lines.append(f"    {', '.join(f'b{k}' for k in range(len(plan.buffers)))}, = _buffers()")
     out_vars = [o.n for o in outputs if type(o) is Var]
+    if donated:
+        names.namespace["_check_donated"] = check_donated
+        pos = {n: k for k, n in enumerate(inputs)}
+        lines.append(f"    _check_donated(({''.join(f'v{n}, ' for n in inputs)}), "
+                     f"{tuple(pos[n] for n in donated)!r})")
+        stale = overwritten(program, inplace, donated, out_vars)
+        if stale:
+            names.namespace["_seal"] = seal
+            lines.append(f"    _stale = ({''.join(f'v{n}, ' for n in stale)})")
+    else:
+        stale = []
     last = last_uses(program, out_vars)
     dies: dict[int, list[int]] = {}  # instruction index -> the values dead after it
     for n, i in last.items():
@@ -129,8 +143,54 @@ def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[An
             rets.append(f"_copy({names.const(o)})")
         else:
             rets.append(names.const(o))
+    if stale:
+        lines.append("    _seal(_stale)")
     lines.append(f"    return [{', '.join(rets)}]")
     return "\n".join(lines) + "\n", names.namespace
+
+
+def overwritten(program: Sequence[Any], inplace: dict[int, int], donated: Sequence[int],
+                outputs: Sequence[int]) -> list[int]:
+    """The donated inputs whose memory the program writes (``inplace``) and
+    does not hand back as an output: stale after the call."""
+    into = {program[i].outs[0]: n for i, n in inplace.items()}  # result -> the Var whose memory it took
+    root: dict[int, int] = {}
+    for o, n in into.items():
+        while n in into:
+            n = into[n]
+        root[o] = n
+    written = set(root.values()) & set(donated)
+    returned = {root.get(o, o) for o in outputs}
+    return sorted(written - returned)
+
+
+def check_donated(args: Sequence[Any], donated: Sequence[int]) -> None:
+    """Raise ``ValueError`` when a donated argument (see ``tg.jit``'s
+    ``donate_argnums``) cannot be written: it is read-only (donated to an
+    earlier call, which overwrote it) or it shares memory with another
+    argument of the call."""
+    for i in donated:
+        x = args[i]
+        if type(x) is not np.ndarray:
+            continue
+        if not x.flags.writeable:
+            raise ValueError(
+                "tapegrad.jit: a donated argument is read-only; an array donated to an earlier call was "
+                "overwritten by it and cannot be used again (pass what that call returned instead)")
+        base = x if x.base is None else x.base
+        for j, y in enumerate(args):  # (a view's base is the array that owns the memory)
+            if (j != i and type(y) is np.ndarray and (y is base or y.base is base)
+                    and np.may_share_memory(x, y)):
+                raise ValueError(
+                    "tapegrad.jit: a donated argument shares memory with another argument of the call; "
+                    "the call would overwrite it (donate an array that nothing else passed in uses)")
+
+
+def seal(arrays: Sequence[Any]) -> None:
+    """Make donated arrays that a call overwrote read-only: using one after
+    the call (in place, or donating it again) raises an error."""
+    for a in arrays:
+        a.flags.writeable = False
 
 
 # operators written as such (Python's operators on NumPy scalars: see rewrites.SCALAR_OPERATORS)

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.compile import passes, rewrites
+from tapegrad.compile import backends, passes, rewrites
+from tapegrad.compile.backends import check_backend
 from tapegrad.compile.codegen import GuardFailed, compile_source, generate
 from tapegrad.compile.entry import Miss, make_entry
 from tapegrad.compile.facts import Var
@@ -66,6 +67,9 @@ class Lowered:
 
 class Jitted:
     """A function compiled per input signature (see ``jit``)."""
+
+    backend = "numpy"  # (see jit's ``backend``)
+    donate_argnums: tuple[int, ...] = ()  # (see jit's ``donate_argnums``)
 
     def __init__(self, f: Callable[..., Any], static_argnums: Sequence[int], static_argnames: Sequence[str]) -> None:
         self.f = f
@@ -212,9 +216,12 @@ class Jitted:
         refs = [Var(rename.get(r.n, r.n)) if type(r) is Var else r for r in refs]
         out_vars = [r.n for r in refs if type(r) is Var]
         program = passes.dead_code(program, out_vars)
-        plan = passes.plan_buffers(program, trace.inputs, out_vars, trace.values)
+        program = backends.lower(self.backend, program, trace.values, out_vars)
+        donated = donated_inputs(self.donate_argnums, args, how[0], trace.inputs)
+        plan = passes.plan_buffers(program, trace.inputs, out_vars, trace.values, donated)
         # (named as JAX names its lowerings: ``def sin`` calling NumPy's ``sin`` would call itself)
-        source, namespace = generate(program, trace.inputs, refs, name=f"jit_{fun_name(self.f)}", plan=plan)
+        source, namespace = generate(program, trace.inputs, refs, name=f"jit_{fun_name(self.f)}", plan=plan,
+                                     donated=donated)
         compiled = Compiled(source, namespace, source.split("(", 1)[0][4:], out_def, program)
         result = [trace.values[r.n] if type(r) is Var else (np.array(r) if isinstance(r, np.ndarray) else r)
                   for r in refs]
@@ -225,6 +232,25 @@ def _own(x: Any, trace: JitTrace) -> Any:
     """An output with the tapes ``f`` opened and closed unboxed (``y`` of a
     ``with tg.Tape()`` block, returned after it): its value on ``trace``."""
     return unbox_idle(x)  # (trace is abstract: its values stay)
+
+
+def donated_inputs(donate_argnums: Sequence[int], args: tuple[Any, ...], static_pos: set[int],
+                   inputs: Sequence[int]) -> list[int]:
+    """The input Vars holding the leaves of the donated positional arguments."""
+    if not donate_argnums:
+        return []
+    n = len(args)
+    donate = {i % n for i in donate_argnums if -n <= i < n}
+    out: list[int] = []
+    k = 0
+    for i, a in enumerate(args):
+        if i in static_pos:
+            continue
+        count = len(tree_flatten(a)[0])
+        if i in donate:
+            out += inputs[k:k + count]
+        k += count
+    return out
 
 
 EAGER = ("eager",)  # the signature of a leaf jit does not compile for
@@ -245,7 +271,7 @@ def _leaf_signature(x: Any) -> Hashable:
 
 
 def jit(f: Callable[..., Any], static_argnums: int | Sequence[int] = (),
-        static_argnames: str | Sequence[str] = ()) -> Jitted:
+        static_argnames: str | Sequence[str] = (), *, backend: str = "numpy") -> Jitted:
     """Compile ``f``: trace it once per input signature, then run the trace
     as a straight-line NumPy program (SPEC section 8).
 
@@ -261,6 +287,20 @@ def jit(f: Callable[..., Any], static_argnums: int | Sequence[int] = (),
     weakly typed, as in eager code: ``x32 * lr`` is float32); anything else
     (a string, a function) must be static.
 
+    ``backend``: ``"numpy"`` (the default), or ``"numba"`` (opt-in, ``pip
+    install "tapegrad[numba]"``): each chain of elementwise operations of
+    the program also runs as one compiled loop (docs/jit.md, "Backends").
+
+    Arguments donated (``donate_argnums``, JAX's meaning) may be written in
+    place: after the call their arrays hold whatever the program left there
+    (those it overwrote and did not return become read-only, so that using
+    one again raises an error); donating an array that shares memory with
+    another argument raises ``ValueError``.
+
+    Raises:
+        ValueError: an unknown ``backend``.
+        ImportError: ``backend="numba"`` without numba installed.
+
     Returns:
         The compiled function (call it like ``f``); ``.lower(*args).as_text()``
         shows the generated source.
@@ -274,4 +314,6 @@ def jit(f: Callable[..., Any], static_argnums: int | Sequence[int] = (),
     check_argnums(static_argnums, "jit", "static_argnums")
     nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
-    return Jitted(f, nums, names)
+    jitted = Jitted(f, nums, names)
+    jitted.backend = check_backend(backend)
+    return jitted

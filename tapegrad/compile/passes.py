@@ -113,7 +113,7 @@ class Plan(NamedTuple):
 
 
 def plan_buffers(program: Sequence[Any], inputs: Iterable[int], outputs: Iterable[int],
-                 values: Sequence[Any]) -> Plan:
+                 values: Sequence[Any], donated: Iterable[int] = ()) -> Plan:
     """Give the intermediate results of ufuncs (and matmul) buffers the
     compiled program owns and reuses from call to call (``out=``): a buffer
     is free again once every value that may share its memory is dead.
@@ -124,8 +124,14 @@ def plan_buffers(program: Sequence[Any], inputs: Iterable[int], outputs: Iterabl
     ufunc (or a ``fresh_out`` function) may return a view of its arguments
     (``reshape``, ``transpose``, indexing...), so its results count as
     sharing memory with them.
+
+    ``donated``: inputs the caller gives up (``donate_argnums``), writeable
+    arrays: an elementwise result of their shape and dtype may be written
+    into one at its last use (``m = b*m + c*g`` into ``m``'s memory).
     """
     outputs = set(outputs)
+    donated = {n for n in donated if type(values[n]) is np.ndarray and values[n].ndim
+               and values[n].flags.writeable}
     # memory-sharing groups (union-find over Var numbers)
     parent: dict[int, int] = {}
 
@@ -178,16 +184,22 @@ def plan_buffers(program: Sequence[Any], inputs: Iterable[int], outputs: Iterabl
         writes_fresh = _writes_fresh(ins, values)
         # (own memory, whatever its layout: a rewrite upstream may have changed the layout the
         # trace saw, and in-place writes need no particular one)
-        if _allocates(ins, values) and values[ins.outs[0]].nbytes < BUFFER_MIN_BYTES:
+        allocates = _allocates(ins, values)
+        small = allocates and values[ins.outs[0]].nbytes < BUFFER_MIN_BYTES
+        if allocates and elementwise and not ins.kwargs:  # (no where=)
             o = ins.outs[0]
-            own.add(o)
-            if elementwise and not ins.kwargs and values[o].nbytes >= INPLACE_MIN_BYTES:  # (no where=)
-                v = values[o]
-                for a in ins.args:  # an operand of its shape and dtype, dead after this instruction
-                    if (type(a) is Var and a.n in own and group_end[find(a.n)] == i
-                            and values[a.n].shape == v.shape and values[a.n].dtype == v.dtype):
-                        inplace[i] = a.n
-                        break
+            v = values[o]
+            for a in ins.args:  # an operand of its shape and dtype, dead after this instruction:
+                # a small temporary of this call's, or a donated argument (whatever its size)
+                if (type(a) is Var and (a.n in donated or small and a.n in own)
+                        and group_end[find(a.n)] == i and values[a.n].shape == v.shape
+                        and values[a.n].dtype == v.dtype and v.nbytes >= INPLACE_MIN_BYTES):
+                    inplace[i] = a.n
+                    break
+        if small:
+            own.add(ins.outs[0])
+        elif i in inplace:
+            pass
         elif writes_fresh and find(ins.outs[0]) not in unsafe:
             v = values[ins.outs[0]]
             key = (tuple(v.shape), v.dtype.str)
@@ -207,12 +219,12 @@ def plan_buffers(program: Sequence[Any], inputs: Iterable[int], outputs: Iterabl
 # --- common subexpressions and identities ---------------------------------------------------------
 
 
-def _const_key(x: Any) -> Any:
+def const_key(x: Any) -> Any:
     """A key equal for constants that are interchangeable as arguments."""
     if x is None or type(x) in (bool, int, float, complex, str):
         return (type(x), repr(x))  # (1, 1.0, True and 0.0, -0.0 stay apart)
     if type(x) is tuple:
-        return (tuple, tuple(_const_key(v) for v in x))
+        return (tuple, tuple(const_key(v) for v in x))
     return ("id", id(x))
 
 
@@ -256,8 +268,8 @@ def simplify(program: Sequence[Any], values: Sequence[Any]) -> tuple[Program, di
                     break
             if ins.outs[0] in rename:
                 continue
-        key = (id(ins.fn), tuple(("v", a.n) if type(a) is Var else _const_key(a) for a in ins.args),
-               tuple((k, ("v", v.n) if type(v) is Var else _const_key(v)) for k, v in ins.kwargs))
+        key = (id(ins.fn), tuple(("v", a.n) if type(a) is Var else const_key(a) for a in ins.args),
+               tuple((k, ("v", v.n) if type(v) is Var else const_key(v)) for k, v in ins.kwargs))
         if key in seen:
             for o_new, o_old in zip(ins.outs, seen[key]):
                 rename[o_new] = o_old

@@ -1,0 +1,96 @@
+"""``fusion.fuse``: runs of elementwise steps of one shape and dtype become
+one group (inputs, outputs, steps), whatever backend emits it; and the numba
+backend's kernels give NumPy's results (when numba is installed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from jithelp import close as _close
+from jithelp import rng as _rng
+
+import tapegrad as tg
+import tapegrad.numpy as tnp
+from tapegrad.compile import fusion
+from tapegrad.compile.facts import Instr, Var
+
+
+def _ins(fn, args, out):
+    return Instr(fn, fn.__name__, tuple(args), (), (out,), False)
+
+
+def _collect(program, values, outputs, **kw):
+    groups = []
+
+    def emit(g):
+        groups.append(g)
+        return Instr(lambda *a: None, "group", g.inputs, (), g.outputs, len(g.outputs) > 1)
+
+    return fusion.fuse(program, values, outputs, emit, **kw), groups
+
+
+def test_a_chain_is_one_group_with_its_inputs_and_the_values_read_after_it():
+    x, y = np.ones(4), np.full(4, 2.0)
+    values = [x, y, x * y, x * y + 1.0, np.sqrt(x * y + 1.0), np.exp(x)]
+    program = [_ins(np.multiply, [Var(0), Var(1)], 2), _ins(np.add, [Var(2), 1.0], 3),
+               _ins(np.sqrt, [Var(3)], 4), _ins(np.exp, [Var(2)], 5)]
+    out, groups = _collect(program, values, [4, 5])
+    assert len(groups) == 1
+    g = groups[0]
+    assert g.inputs == (Var(0), Var(1)) and g.outputs == (2, 4) and g.shape == (4,) and g.dtype == "float64"
+    assert [s[1] for s in g.steps] == [np.multiply, np.add, np.sqrt]
+    assert [ins.name for ins in out] == ["group", "exp"]  # (exp: NumPy's SIMD loop, not fused)
+
+
+def test_broadcasting_casts_and_other_shapes_break_a_run():
+    x, c, h = np.ones((3, 4)), np.ones(4), np.ones((3, 4), np.float32)
+    values = [x, c, h, x + c, (x + c) * 2.0, h * 2.0, h * 3.0]
+    program = [_ins(np.add, [Var(0), Var(1)], 3), _ins(np.multiply, [Var(3), 2.0], 4),
+               _ins(np.multiply, [Var(2), 2.0], 5), _ins(np.multiply, [Var(5), 3.0], 6)]
+    out, groups = _collect(program, values, [4, 6])
+    assert [g.dtype for g in groups] == ["float32"] and [ins.name for ins in out][:2] == ["add", "multiply"]
+
+
+def test_keep_leaves_a_group_to_numpy():
+    x = np.ones(4)
+    values = [x, x * 2.0, x * 2.0 + 1.0]
+    program = [_ins(np.multiply, [Var(0), 2.0], 1), _ins(np.add, [Var(1), 1.0], 2)]
+    out, groups = _collect(program, values, [2], keep=lambda g: True)
+    assert out == program
+
+
+def _adam(p, m, v, g, s, r):
+    m = 0.9 * m + 0.1 * g
+    v = 0.999 * v + 0.001 * (g * g)
+    return p - s * (m / (tnp.sqrt(v) / r + 1e-8)), m, v
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 1e-6)])
+@pytest.mark.parametrize("shape", [(7,), (33, 5)])
+def test_numba_kernels_give_numpys_results(dtype, rtol, shape, tmp_path, monkeypatch):
+    pytest.importorskip("numba")
+    monkeypatch.setenv("TAPEGRAD_CACHE_DIR", str(tmp_path))
+    r = _rng()
+    p, m, g = (r.standard_normal(shape).astype(dtype) for _ in range(3))
+    v = r.random(shape).astype(dtype)
+    s, r_ = dtype(0.01), dtype(0.7)
+    jf = tg.jit(_adam, backend="numba")
+    assert "fused_" in jf.lower(p, m, v, g, s, r_).as_text()
+    for _ in range(2):
+        _close(jf(p, m, v, g, s, r_), _adam(p, m, v, g, s, r_), rtol=rtol, atol=rtol)
+    assert list(tmp_path.glob("numba/k_*.py"))  # (the kernel's source, cached on disk)
+
+
+def test_numba_keeps_numpys_division_by_zero(tmp_path, monkeypatch):
+    pytest.importorskip("numba")
+    monkeypatch.setenv("TAPEGRAD_CACHE_DIR", str(tmp_path))
+
+    def f(x, y):
+        return (x * 2.0 + 1.0) / y - x * 3.0 + 4.0
+
+    x, y = np.array([1.0, -1.0, 0.0, 2.0]), np.array([0.0, 0.0, 0.0, 1.0])
+    jf = tg.jit(f, backend="numba")
+    with np.errstate(all="ignore"):
+        want = f(x, y)
+        for _ in range(2):
+            np.testing.assert_array_equal(jf(x, y), want)
