@@ -147,7 +147,7 @@ class _Page(HTMLParser):
 
 @pytest.fixture(scope="module")
 def api_page(site: Path) -> _Page:
-    return _Page((site / "api" / "index.html").read_text(encoding="utf-8"))
+    return _Page((site / "api.html").read_text(encoding="utf-8"))
 
 
 def _resolve(path: str) -> Any:
@@ -165,8 +165,32 @@ def _resolve(path: str) -> Any:
 
 
 def test_mkdocs_build_strict(site: Path) -> None:
-    for page in ("index.html", "api/index.html", "torch/index.html"):
+    for page in ("index.html", "api.html", "torch.html"):
         assert (site / page).exists(), page
+
+
+def test_the_built_site_browses_from_disk(site: Path) -> None:
+    """Opened as files (``file://.../index.html``, no server), every link between the
+    site's pages names a file: with directory URLs a link to ``api/`` shows a folder."""
+    pages = sorted(site.rglob("*.html"))
+    assert len(pages) > 5
+    checked = 0
+    for page in pages:
+        for href in re.findall(r'href="([^"]+)"', page.read_text(encoding="utf-8")):
+            if re.match(r"[a-z][a-z0-9+.-]*:", href) or href.startswith(("#", "/")):
+                continue  # another site, this page, or (mkdocs writes none) a root-relative path
+            target = (page.parent / href.split("#")[0].split("?")[0]).resolve()
+            assert target.is_file(), f"{page.relative_to(site)} links to {href}, which is no file"
+            checked += 1
+    assert checked > 50, checked
+
+
+def test_docs_index_lists_every_example() -> None:
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    examples = sorted(p.name for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
+    assert len(examples) > 10
+    missing = [name for name in examples if f"`{name}`" not in index]
+    assert not missing, f"docs/index.md does not list {missing}"
 
 
 def test_api_examples_render_as_code(api_page: _Page) -> None:
