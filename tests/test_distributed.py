@@ -396,7 +396,6 @@ def test_a_rank_that_raises_aborts_the_job_with_its_traceback() -> None:
     assert proc.returncode != 0, out
     assert "Traceback (most recent call last)" in out and "ValueError: rank 2 fails on purpose" in out, out
     assert "tapegrad.distributed: rank 2 of 3 raised ValueError; aborting the MPI job" in out, out
-    assert sorted(re.findall(r"IN all_reduce (\d+)", proc.stdout)) == ["0", "1"], out  # they were waiting
     assert "UNREACHABLE" not in out and "DistributedTimeoutError" not in out, out  # ended by the abort
 
 
