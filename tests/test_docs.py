@@ -309,3 +309,28 @@ def test_torch_page_runner_runs_a_program_unchanged(tmp_path: Path) -> None:
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.split() == ["tapegrad.torch", "Tensor", "(1,", "3)"], proc.stdout
+
+
+# the deliberate differences a program ported from JAX, autograd or PyTorch meets, each
+# listed where those users look, with the change that ports the code
+DIFFERENCES = {
+    "coming-from.md": ["float64 by default", "type promotion", "Out-of-bounds indices", "Random numbers",
+                       "Floating-point warnings", "zero spread", "size-1 output", "`where(True, 1, 2)`",
+                       "odd last axis", "symmetrised", "singular matrix", "`hvp` returns a pair",
+                       "`make_vjp`", "Building an array from traced values", "`check_grads`"],
+    "torch.md": ["Complex gradients follow JAX's convention", "NumPy scalar is a strong type",
+                 "Random numbers come from NumPy generators", "Floating-point exceptions"],
+}
+
+
+def test_deliberate_differences_are_listed_with_their_port() -> None:
+    for page, items in DIFFERENCES.items():
+        text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+        for item in items:
+            assert item in text, f"docs/{page} does not list {item!r}"
+    section = (ROOT / "docs" / "coming-from.md").read_text(encoding="utf-8").split(
+        "## Differences kept on purpose", 1)[1]
+    bullets = [b for b in re.split(r"\n- ", section)[1:]]
+    assert len(bullets) >= 15
+    for b in bullets:
+        assert "Port:" in b or "ports as" in b or "Nothing to port" in b, f"no port given: {b[:80]!r}"
