@@ -21,16 +21,22 @@ each process computes gradients on its shard of the batch and
   structure, the shapes, the dtypes and the call): ranks that disagree get a
   ``DistributedError`` naming what differs, instead of a hang or a
   silently wrong sum.
+- A rank that raises ends the whole job at once. From the first call that
+  starts MPI (``rank()``, ``world_size()``, a collective; the facade's
+  ``init_process_group``) with more than one process, an exception that
+  nobody catches prints its traceback, then calls
+  ``MPI.COMM_WORLD.Abort(1)``, as ``python -m mpi4py script.py`` does: the
+  other ranks end within seconds instead of waiting in their next
+  collective (``TAPEGRAD_DIST_ABORT_ON_ERROR=0`` turns this off; an
+  interactive session, ``python -i``, is never aborted).
 - No rank waits forever. The fingerprints travel in a non-blocking
-  ``Iallgather`` polled against a deadline: when a rank has died (an exception
-  it did not catch) the others raise ``DistributedTimeoutError`` after
+  ``Iallgather`` polled against a deadline: when a rank is missing (it hangs,
+  or runs other code) the others raise ``DistributedTimeoutError`` after
   ``timeout`` seconds (``TAPEGRAD_DIST_TIMEOUT``, default 300). The data
   then moves in MPI's blocking ``Allreduce`` / ``Bcast`` (MPI's fastest
   algorithms; polling a non-blocking request from Python was several times
   slower on a busy machine) under a watchdog thread that prints the same
-  error and calls ``MPI_Abort`` past the deadline. Launch with ``mpiexec -n N
-  python -m mpi4py train.py`` to have the whole job aborted at once when any
-  rank raises.
+  error and calls ``MPI_Abort`` past the deadline.
 - CuPy arrays are passed to MPI as device buffers when the MPI build is
   CUDA-aware (``TAPEGRAD_MPI_CUDA_AWARE=1`` forces it, ``=0`` forbids it;
   otherwise ``MPIX_Query_cuda_support`` where mpi4py offers it, or MPICH's
@@ -115,8 +121,6 @@ def _launched_size() -> int | None:
 def _init() -> _State:
     if _S.ready:
         return _S
-    import sys
-
     launched = any(v in os.environ for v in _LAUNCHER_ANY)
     if launched or "mpi4py.MPI" in sys.modules:
         try:
@@ -136,11 +140,45 @@ def _init() -> _State:
             if _S.size > 1:
                 # our own communicator: no clash with the user's messages; duplicated
                 # without blocking, so a rank that never gets here cannot hang the others
+                _abort_on_uncaught_exceptions()
                 comm, req = MPI.COMM_WORLD.Idup()
                 _wait([req], "initialisation (duplicating MPI.COMM_WORLD)")
                 _S.comm = comm
     _S.ready = True
     return _S
+
+
+def _abort_on_uncaught_exceptions() -> None:
+    """Install a ``sys.excepthook`` that prints the traceback (through the hook
+    it replaces), then calls ``MPI.COMM_WORLD.Abort(1)``: the launcher then
+    ends every rank, as under ``python -m mpi4py``. A rank whose process just
+    exited would leave the others blocked in their next collective (MPI
+    cannot tell them); aborting at once also spares them the timeout.
+    Not in an interactive session, nor with ``TAPEGRAD_DIST_ABORT_ON_ERROR=0``."""
+    if os.environ.get("TAPEGRAD_DIST_ABORT_ON_ERROR", "1").strip().lower() in ("0", "false", "no", "off"):
+        return
+    previous = sys.excepthook
+    if getattr(previous, "_tapegrad_aborts", False):
+        return
+
+    def excepthook(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
+        try:
+            previous(kind, exc, tb)
+        finally:
+            MPI = _S.MPI
+            if not (hasattr(sys, "ps1") or sys.flags.interactive) and MPI.Is_initialized() \
+                    and not MPI.Is_finalized():
+                sys.stderr.write(f"tapegrad.distributed: rank {_S.rank} of {_S.size} raised "
+                                 f"{kind.__name__}; aborting the MPI job (MPI.COMM_WORLD.Abort(1)).\n")
+                for stream in (sys.stdout, sys.stderr):
+                    try:
+                        stream.flush()
+                    except Exception:  # a closed or replaced stream: abort all the same
+                        pass
+                MPI.COMM_WORLD.Abort(1)
+
+    excepthook._tapegrad_aborts = True  # type: ignore[attr-defined]
+    sys.excepthook = excepthook
 
 
 def is_available() -> bool:
@@ -258,8 +296,6 @@ class _Watchdog:
             armed = self.armed
             if armed is None or time.monotonic() < armed[0]:
                 continue
-            import sys
-
             sys.stderr.write(f"tapegrad.distributed.DistributedTimeoutError: "
                              f"{_timeout_message(armed[1], timeout())} Aborting the MPI job.\n")
             sys.stderr.flush()

@@ -30,14 +30,14 @@ BUILD = """\
 import sys
 from setuptools import build_meta
 out = sys.argv[1]  # (read once: the hooks rewrite sys.argv)
-names = build_meta.build_wheel(out), build_meta.build_sdist(out)
+names = build_meta.build_wheel(out), build_meta.build_sdist(out), build_meta.build_editable(out)
 print("built:", *names)
 """
 
 
 @pytest.fixture(scope="module")
-def dists(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(wheel, sdist) built from a copy of the package's files."""
+def dists(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """(wheel, sdist, editable wheel) built from a copy of the package's files."""
     if importlib.util.find_spec("setuptools") is None:
         pytest.skip("setuptools is not installed")
     import setuptools
@@ -52,8 +52,8 @@ def dists(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     proc = subprocess.run([sys.executable, "-c", BUILD, str(out)], cwd=src, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    wheel, sdist = proc.stdout.rsplit("built:", 1)[1].split()
-    return out / wheel, out / sdist
+    wheel, sdist, editable = proc.stdout.rsplit("built:", 1)[1].split()
+    return out / wheel, out / sdist, out / editable
 
 
 def parse_metadata(text: str) -> Message:
@@ -73,7 +73,7 @@ def test_license_file_is_mit() -> None:
     assert "THE SOFTWARE IS PROVIDED \"AS IS\"" in text
 
 
-def test_wheel_ships_license_and_py_typed(dists: tuple[Path, Path]) -> None:
+def test_wheel_ships_license_and_py_typed(dists: tuple[Path, Path, Path]) -> None:
     with zipfile.ZipFile(dists[0]) as z:
         names = z.namelist()
         licences = [n for n in names if re.fullmatch(r"tapegrad-[^/]+\.dist-info/licenses/LICENSE", n)]
@@ -83,7 +83,7 @@ def test_wheel_ships_license_and_py_typed(dists: tuple[Path, Path]) -> None:
         assert not [n for n in names if n.startswith(("tests/", "examples/", "benchmarks/"))]
 
 
-def test_sdist_ships_license(dists: tuple[Path, Path]) -> None:
+def test_sdist_ships_license(dists: tuple[Path, Path, Path]) -> None:
     with tarfile.open(dists[1]) as tar:
         names = tar.getnames()
         top = names[0].split("/")[0]
@@ -93,7 +93,7 @@ def test_sdist_ships_license(dists: tuple[Path, Path]) -> None:
         assert parse_metadata(pkg_info.read().decode())["License-Expression"] == "MIT"
 
 
-def test_wheel_metadata(dists: tuple[Path, Path]) -> None:
+def test_wheel_metadata(dists: tuple[Path, Path, Path]) -> None:
     meta = wheel_metadata(dists[0])
     assert meta["License-Expression"] == "MIT"
     assert meta.get_all("License-File") == ["LICENSE"]
@@ -119,6 +119,45 @@ def test_wheel_metadata(dists: tuple[Path, Path]) -> None:
     assert meta.get_payload().strip() == (ROOT / "README.md").read_text().strip()
 
 
+def test_editable_install_is_a_plain_path_that_mypy_follows(dists: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """``pip install -e .`` (the README's install) must leave a ``.pth`` that names the
+    checkout, not an import hook: static tools (mypy, pyright) read a ``.pth``'s paths but
+    run no code, and would not find tapegrad. Installs the editable wheel into a bare
+    virtual environment (as pip would: its files into site-packages) and runs mypy there."""
+    editable = dists[2]
+    src = editable.parent.parent
+    with zipfile.ZipFile(editable) as z:
+        names = z.namelist()
+        pths = [n for n in names if n.endswith(".pth")]
+        assert len(pths) == 1, names
+        lines = z.read(pths[0]).decode().split()
+        assert lines == [str(src)], f"{pths[0]} is {lines}, not the checkout's path"
+        assert not [n for n in names if n.endswith(".py")], f"an import hook in the editable wheel: {names}"
+        pytest.importorskip("mypy")
+        import numpy
+
+        venv = tmp_path / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+        bindir = venv / ("Scripts" if os.name == "nt" else "bin")
+        python = bindir / ("python.exe" if os.name == "nt" else "python")
+        site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              capture_output=True, text=True, check=True, timeout=120).stdout.strip()
+        z.extractall(site)
+    # numpy (tapegrad's dependency) from this environment, as pip would have installed it
+    (Path(site) / "numpy-here.pth").write_text(str(Path(numpy.__file__).parents[1]) + "\n")
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text("import tapegrad\nimport tapegrad.numpy as tnp\n\n"
+                       "reveal_type(tapegrad.grad)\nreveal_type(tnp.ones)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MYPYPATH")}
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--python-executable", str(python),
+                           "--follow-imports=silent", "--no-error-summary", "--no-incremental",
+                           str(snippet)], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert "Cannot find implementation or library stub" not in out and "import-not-found" not in out, out
+    assert "Revealed type is \"def" in out, out
+    assert "error" not in out, out
+
+
 def test_readme_links_are_absolute_and_point_at_files_that_exist() -> None:
     """A package index shows the README without the repository around it: relative
     links would break, so every link is absolute, and the ones into this repository
@@ -137,7 +176,7 @@ def test_readme_links_are_absolute_and_point_at_files_that_exist() -> None:
 # --- tapegrad.numpy's exports, as type checkers see them -------------------------------------
 
 # tapegrad/numpy/__init__.py's own imports, not exports
-NOT_EXPORTED = {"annotations", "Any"}
+NOT_EXPORTED = {"annotations", "Any", "TYPE_CHECKING"}
 
 
 def test_numpy_all_lists_exactly_its_public_names() -> None:
@@ -166,3 +205,41 @@ def test_mypy_strict_accepts_tnp_names(tmp_path: Path) -> None:
                           cwd=tmp_path, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# calls of tapegrad.numpy's families: each returns tapegrad.typing.Array, not Any
+TYPED_CALLS = ["tnp.sum(x)", "tnp.sum(x, axis=0, keepdims=True)", "tnp.max(x)", "tnp.prod(x)",
+               "tnp.cumsum(x)", "tnp.mean(x)", "tnp.std(x)", "tnp.sin(x)", "tnp.tanh(x)",
+               "tnp.add(x, 1.0)", "tnp.exp(x)", "tnp.dot(x, x)", "tnp.matmul(x, x)",
+               "tnp.reshape(x, (3, 1))", "tnp.concatenate([x, x])", "tnp.flip(x)", "tnp.sqrt(x) * 2 + 1",
+               "tnp.sum(x)[0]", "2.0 * tnp.sin(x)"]
+
+
+def test_tnp_functions_say_what_goes_in_and_comes_out(tmp_path: Path) -> None:
+    """mypy sees ``tapegrad.numpy``'s functions as taking ``ArrayLike`` and returning
+    ``Array`` (an ndarray or a traced value), not ``Any``; wrong arguments are errors."""
+    pytest.importorskip("mypy")
+    good = tmp_path / "good.py"
+    lines = ["import numpy as np", "import tapegrad.numpy as tnp",
+             "from tapegrad.typing import Array, ArrayLike", "", "x = np.ones(3)"]
+    lines += [f"reveal_type({c})" for c in TYPED_CALLS]
+    lines += ["", "def loss(w: ArrayLike, v: ArrayLike) -> Array:",
+              "    return tnp.sum(tnp.tanh(tnp.dot(v, w)) ** 2) / 2.0", "",
+              "a: Array = np.ones(3)", "b: Array = loss(a, [1.0, 2.0, 3.0])", "print(b.shape, b.ndim, -b)"]
+    good.write_text("\n".join(lines) + "\n")
+    bad = tmp_path / "bad.py"
+    bad.write_text("import tapegrad.numpy as tnp\n\ntnp.sum(object())\ntnp.sin({'a': 1})\n"
+                   "tnp.dot(1.0)\nn: int = tnp.sum([1.0])\n")
+    cmd = [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-error-summary",
+           "--cache-dir", str(tmp_path / ".mypy_cache")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([*cmd, str(good)], cwd=tmp_path, capture_output=True, text=True, env=env)
+    out = proc.stdout + proc.stderr
+    revealed = re.findall(r'Revealed type is "([^"]*)"', out)
+    assert len(revealed) == len(TYPED_CALLS), out
+    for call, t in zip(TYPED_CALLS, revealed):
+        assert "tapegrad.typing.TracedArray" in t, f"{call}: {t}"
+    assert "error:" not in out, out
+    proc = subprocess.run([*cmd, str(bad)], cwd=tmp_path, capture_output=True, text=True, env=env)
+    errors = [line for line in (proc.stdout + proc.stderr).splitlines() if ": error:" in line]
+    assert [int(e.split(":")[1]) for e in errors] == [3, 4, 5, 6], errors

@@ -12,7 +12,7 @@ that records operations itself, such as the PyTorch facade.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as _np
 
@@ -104,6 +104,52 @@ from tapegrad.numpy.shape_extra import (
     vsplit,
 )
 from tapegrad.numpy.shapes import diagonal, flip, roll, tril, triu
+
+if TYPE_CHECKING:  # the names globals().update(_NUMPY_NAMES) adds below, as type checkers see them
+    from tapegrad.numpy.elementwise import (
+        add,
+        arccos,
+        arccosh,
+        arcsin,
+        arcsinh,
+        arctan,
+        arctan2,
+        arctanh,
+        cbrt,
+        cos,
+        cosh,
+        exp,
+        exp2,
+        expm1,
+        fmax,
+        fmin,
+        fmod,
+        heaviside,
+        hypot,
+        imag,
+        log,
+        log1p,
+        log2,
+        log10,
+        logaddexp,
+        logaddexp2,
+        maximum,
+        minimum,
+        multiply,
+        negative,
+        positive,
+        power,
+        real,
+        reciprocal,
+        sin,
+        sinc,
+        sinh,
+        sqrt,
+        square,
+        subtract,
+        tan,
+        tanh,
+    )
 
 # the elementwise primitives (each made by elementwise(np.name, ...) in elementwise.py) and the
 # functions with no gradient, under their NumPy names

@@ -38,6 +38,7 @@ from tapegrad.batching import defbatch, elementwise_rule
 from tapegrad.core.engine_ops import broadcast_to
 from tapegrad.core.primitive import defjvp, defvjp, primitive
 from tapegrad.core.traced import NUMPY_DISPATCH
+from tapegrad.typing import Elementwise
 
 Maker = Callable[..., Callable[[Any], Any]]
 
@@ -79,7 +80,7 @@ def diagonal_jvp(maker: Maker, i: int) -> Maker:
 
 def elementwise(fun: Callable[..., Any], *vjps: Maker | None, name: str | None = None,
                 jvps: tuple[Maker | None, ...] | None = None, numpy: bool = True,
-                batched: bool = True) -> Callable[..., Any]:
+                batched: bool = True) -> Elementwise:
     """An elementwise primitive with its VJP, JVP and batching rules, from one definition.
 
     ``fun`` computes on plain arrays (broadcasting its arguments, as a ufunc

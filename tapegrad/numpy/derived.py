@@ -20,6 +20,7 @@ from tapegrad.numpy import shapes as _s
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import Index, normalize_axes, normalize_axis
 from tapegrad.numpy.wrap import reduction_size as _count
+from tapegrad.typing import Array, ArrayLike, Elementwise
 
 
 def _traced(*xs: Any) -> bool:
@@ -41,7 +42,7 @@ def _listed(a: Any) -> Any:
 # --- reductions --------------------------------------------------------------------------
 
 
-def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+def mean(a: ArrayLike, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Array:
     a = _listed(a)
     if not _traced(a):
         return np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
@@ -54,7 +55,7 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims:
     return s / _count(a.shape, axis)
 
 
-def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0, keepdims: bool = False, **kw: Any) -> Any:
+def var(a: ArrayLike, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0, keepdims: bool = False, **kw: Any) -> Array:
     a = _listed(a)
     if not _traced(a):
         return np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kw)
@@ -63,7 +64,7 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: floa
     return w.sum(sq, axis=axis, keepdims=keepdims) / builtins.max(_count(a.shape, axis) - ddof, 0)
 
 
-def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0, keepdims: bool = False, **kw: Any) -> Any:
+def std(a: ArrayLike, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0, keepdims: bool = False, **kw: Any) -> Array:
     a = _listed(a)
     if not _traced(a):
         return np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kw)
@@ -76,7 +77,7 @@ def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: floa
     return w.sqrt(w.where3(spread, v, 1.0)) * spread
 
 
-def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *, keepdims: bool = False) -> Any:
+def average(a: ArrayLike, axis: Any = None, weights: Any = None, returned: bool = False, *, keepdims: bool = False) -> Any:
     if not _traced(a, weights):
         return np.average(a, axis=axis, weights=weights, returned=returned, keepdims=keepdims)
     a, weights = _listed(a), _listed(weights)
@@ -97,7 +98,7 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
     return (avg, scl) if returned else avg
 
 
-def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False) -> Any:
+def logsumexp(a: ArrayLike, axis: Any = None, b: ArrayLike = None, keepdims: bool = False, return_sign: bool = False) -> Any:
     """``log(sum(b * exp(a)))``, computed stably (SciPy's signature)."""
     if return_sign:
         raise NotImplementedError("tapegrad logsumexp: return_sign=True is not supported")
@@ -109,7 +110,7 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, r
 # --- shape --------------------------------------------------------------------------------
 
 
-def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None) -> Any:
+def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any = None) -> Array:
     shape = newshape if shape is None else shape
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
@@ -125,15 +126,15 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None
 transpose = w.transpose  # the primitive itself: NumPy's signature (array-likes too), no front-end
 
 
-def ravel(a: Any, order: str = "C") -> Any:
+def ravel(a: ArrayLike, order: str = "C") -> Array:
     return reshape(a, (-1,), order=order)
 
 
-def expand_dims(a: Any, axis: Any) -> Any:
+def expand_dims(a: ArrayLike, axis: Any) -> Array:
     return _s.expand_dims(_arr(a), axis)
 
 
-def squeeze(a: Any, axis: Any = None) -> Any:
+def squeeze(a: ArrayLike, axis: Any = None) -> Array:
     a = _arr(a)
     if axis is None:
         axes = tuple(i for i, n in enumerate(a.shape) if n == 1)
@@ -145,11 +146,11 @@ def squeeze(a: Any, axis: Any = None) -> Any:
     return w.reshape_c(a, tuple(n for i, n in enumerate(a.shape) if i not in axes))
 
 
-def moveaxis(a: Any, source: Any, destination: Any) -> Any:
+def moveaxis(a: ArrayLike, source: Any, destination: Any) -> Array:
     return _s.moveaxis(_arr(a), source, destination)
 
 
-def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
+def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
     return _s.swapaxes(_arr(a), axis1, axis2)
 
 
@@ -166,19 +167,19 @@ def _atleast(nd: int, arys: tuple[Any, ...]) -> Any:
     return res[0] if len(res) == 1 else res
 
 
-def atleast_1d(*arys: Any) -> Any:
+def atleast_1d(*arys: ArrayLike) -> Any:
     return _atleast(1, arys)
 
 
-def atleast_2d(*arys: Any) -> Any:
+def atleast_2d(*arys: ArrayLike) -> Any:
     return _atleast(2, arys)
 
 
-def atleast_3d(*arys: Any) -> Any:
+def atleast_3d(*arys: ArrayLike) -> Any:
     return _atleast(3, arys)
 
 
-def concatenate(arrays: Sequence[Any], axis: Any = 0, out: Any = None, **kw: Any) -> Any:
+def concatenate(arrays: Sequence[ArrayLike], axis: Any = 0, out: Any = None, **kw: Any) -> Array:
     arrays = list(arrays)
     if not _traced(*arrays):
         return np.concatenate(arrays, axis=axis, **kw)
@@ -188,7 +189,7 @@ def concatenate(arrays: Sequence[Any], axis: Any = 0, out: Any = None, **kw: Any
     return w.concatenate_args(normalize_axis(axis, arrays[0].ndim), *arrays)
 
 
-def stack(arrays: Sequence[Any], axis: int = 0, out: Any = None, **kw: Any) -> Any:
+def stack(arrays: Sequence[ArrayLike], axis: int = 0, out: Any = None, **kw: Any) -> Array:
     arrays = list(arrays)
     if not _traced(*arrays):
         return np.stack(arrays, axis=axis, **kw)
@@ -199,20 +200,20 @@ def stack(arrays: Sequence[Any], axis: int = 0, out: Any = None, **kw: Any) -> A
     return w.concatenate_args(ax, *[expand_dims(a, ax) for a in arrays])
 
 
-def hstack(tup: Sequence[Any], **kw: Any) -> Any:
+def hstack(tup: Sequence[ArrayLike], **kw: Any) -> Array:
     arrs = [atleast_1d(a) for a in tup]
     return concatenate(arrs, axis=0 if arrs and arrs[0].ndim == 1 else 1, **kw)
 
 
-def vstack(tup: Sequence[Any], **kw: Any) -> Any:
+def vstack(tup: Sequence[ArrayLike], **kw: Any) -> Array:
     return concatenate([atleast_2d(a) for a in tup], axis=0, **kw)
 
 
-def dstack(tup: Sequence[Any]) -> Any:
+def dstack(tup: Sequence[ArrayLike]) -> Array:
     return concatenate([atleast_3d(a) for a in tup], axis=2)
 
 
-def column_stack(tup: Sequence[Any]) -> Any:
+def column_stack(tup: Sequence[ArrayLike]) -> Array:
     cols = [reshape(a, (-1, 1)) if _arr(a).ndim < 2 else a for a in tup]
     return concatenate(cols, axis=1)
 
@@ -221,7 +222,7 @@ def _axis_slice(a: Any, axis: int, start: int, stop: int) -> Any:
     return a[(slice(None),) * axis + (slice(start, stop),)]
 
 
-def array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
+def array_split(ary: ArrayLike, indices_or_sections: Any, axis: int = 0) -> list[Array]:
     if not _traced(ary):
         return np.array_split(ary, indices_or_sections, axis=axis)
     ary = _arr(ary)
@@ -239,13 +240,13 @@ def array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
     return [_axis_slice(ary, ax, bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
 
 
-def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
+def split(ary: ArrayLike, indices_or_sections: Any, axis: int = 0) -> list[Array]:
     if isinstance(indices_or_sections, (int, np.integer)) and _arr(ary).shape[axis] % indices_or_sections:
         raise ValueError("array split does not result in an equal division")
     return array_split(ary, indices_or_sections, axis=axis)
 
 
-def tile(A: Any, reps: Any) -> Any:
+def tile(A: ArrayLike, reps: Any) -> Array:
     if not _traced(A):
         return np.tile(A, reps)
     A = _arr(A)
@@ -259,7 +260,7 @@ def tile(A: Any, reps: Any) -> Any:
     return reshape(out, tuple(r * n for r, n in zip(reps, A.shape)))
 
 
-def take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+def take(a: ArrayLike, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Array:
     if not _traced(a, indices):
         return np.take(a, indices, axis=axis, **({"mode": mode} if mode != "raise" else {}))
     a = _arr(a)
@@ -271,7 +272,7 @@ def take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "r
     return w.getitem(a, Index((slice(None),) * ax + (indices,), np.ndim(a)))
 
 
-def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
+def repeat(a: ArrayLike, repeats: Any, axis: Any = None) -> Array:
     if not _traced(a):
         return np.repeat(a, repeats, axis=axis)
     a = _arr(a)
@@ -287,7 +288,7 @@ def _this_module() -> Any:
     return sys.modules["tapegrad.numpy"]
 
 
-def take_along_axis(arr: Any, indices: Any, axis: Any) -> Any:
+def take_along_axis(arr: ArrayLike, indices: Any, axis: Any) -> Array:
     if not _traced(arr):
         return np.take_along_axis(arr, indices, axis)
     arr = _arr(arr)
@@ -312,7 +313,7 @@ def take_along_axis(arr: Any, indices: Any, axis: Any) -> Any:
     return ravel(arr)[flat]
 
 
-def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None) -> Any:
+def sort(a: ArrayLike, axis: Any = -1, kind: Any = None, order: Any = None) -> Array:
     if not _traced(a):
         return np.sort(a, axis=axis, kind=kind, **({"order": order} if order is not None else {}))
     a = _arr(a)
@@ -322,7 +323,7 @@ def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None) -> Any:
     return take_along_axis(a, idx, axis)
 
 
-def diag(v: Any, k: int = 0) -> Any:
+def diag(v: ArrayLike, k: int = 0) -> Array:
     v = _arr(v)
     if v.ndim == 1:
         return w.diag_from_vector(v, k)
@@ -331,7 +332,7 @@ def diag(v: Any, k: int = 0) -> Any:
     raise ValueError("Input must be 1- or 2-d.")
 
 
-def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> Any:
+def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> Array:
     if not _traced(a):
         return np.trace(a, offset, axis1, axis2, dtype=dtype)
     a = _arr(a)
@@ -341,7 +342,7 @@ def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
 # --- products -----------------------------------------------------------------------------
 
 
-def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
+def tensordot(a: ArrayLike, b: ArrayLike, axes: Any = 2) -> Array:
     if not _traced(a, b):
         return np.tensordot(a, b, axes)
     a, b = _arr(a), _arr(b)
@@ -363,7 +364,7 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
     return reshape(w.matmul(at, bt), out_shape)
 
 
-def dot(a: Any, b: Any, out: Any = None) -> Any:
+def dot(a: ArrayLike, b: ArrayLike, out: Any = None) -> Array:
     if not _traced(a, b):
         return np.dot(a, b)
     a, b = _arr(a), _arr(b)
@@ -374,13 +375,13 @@ def dot(a: Any, b: Any, out: Any = None) -> Any:
     return tensordot(a, b, ([a.ndim - 1], [builtins.max(b.ndim - 2, 0)]))
 
 
-def vdot(a: Any, b: Any) -> Any:
+def vdot(a: ArrayLike, b: ArrayLike) -> Array:
     if not _traced(a, b):
         return np.vdot(a, b)
     return w.sum(w.conjugate(ravel(a)) * ravel(b))
 
 
-def inner(a: Any, b: Any) -> Any:
+def inner(a: ArrayLike, b: ArrayLike) -> Array:
     if not _traced(a, b):
         return np.inner(a, b)
     a, b = _arr(a), _arr(b)
@@ -389,13 +390,13 @@ def inner(a: Any, b: Any) -> Any:
     return tensordot(a, b, ([-1], [-1]))
 
 
-def outer(a: Any, b: Any, out: Any = None) -> Any:
+def outer(a: ArrayLike, b: ArrayLike, out: Any = None) -> Array:
     if not _traced(a, b):
         return np.outer(a, b)
     return reshape(a, (-1, 1)) * reshape(b, (1, -1))
 
 
-def kron(a: Any, b: Any) -> Any:
+def kron(a: ArrayLike, b: ArrayLike) -> Array:
     if not _traced(a, b):
         return np.kron(a, b)
     a, b = _arr(a), _arr(b)
@@ -407,7 +408,7 @@ def kron(a: Any, b: Any) -> Any:
     return reshape(a2 * b2, tuple(p * q for p, q in zip(sa, sb)))
 
 
-def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: Any = None) -> Any:
+def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: Any = None) -> Array:
     if not _traced(a, b):
         return np.cross(a, b, axisa, axisb, axisc, axis)
     if axis is not None:
@@ -452,7 +453,7 @@ def einsum(*operands: Any, optimize: Any = False, **kw: Any) -> Any:
     return w.einsum_args(operands[0], *[_arr(o) for o in operands[1:]], optimize=optimize, **kw)
 
 
-matmul = w.matmul  # the primitive itself: NumPy's signature, no front-end
+matmul: Elementwise = w.matmul  # the primitive itself: NumPy's signature, no front-end
 
 
 # --- selection and construction ---------------------------------------------------------------
@@ -465,7 +466,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     return w.where3(value(condition), x, y)
 
 
-def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0) -> Any:
+def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0) -> Array:
     if not _traced(*choicelist, default):
         return np.select([value(c) for c in condlist], choicelist, default)
     out = default
@@ -474,7 +475,7 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
     return out
 
 
-def angle(z: Any, deg: bool = False) -> Any:
+def angle(z: ArrayLike, deg: bool = False) -> Array:
     if not _traced(z) or not np.iscomplexobj(value(z)):
         v = value(z)
         if type(v) is not Traced:
@@ -493,7 +494,7 @@ def _holds_traced(obj: Any) -> bool:
     return False
 
 
-def array(obj: Any, dtype: Any = None, *args: Any, **kw: Any) -> Any:
+def array(obj: ArrayLike, dtype: Any = None, *args: Any, **kw: Any) -> Array:
     if type(obj) is Traced:
         out = w.copy(obj)
     elif _holds_traced(obj):
@@ -505,7 +506,7 @@ def array(obj: Any, dtype: Any = None, *args: Any, **kw: Any) -> Any:
 
 
 
-def asarray(a: Any, dtype: Any = None, *args: Any, **kw: Any) -> Any:
+def asarray(a: ArrayLike, dtype: Any = None, *args: Any, **kw: Any) -> Array:
     if type(a) is Traced:
         return a if dtype is None or np.dtype(dtype) == a.dtype else astype(a, dtype)
     if _holds_traced(a):
@@ -513,7 +514,7 @@ def asarray(a: Any, dtype: Any = None, *args: Any, **kw: Any) -> Any:
     return np.asarray(a, dtype, *args, **kw)
 
 
-def astype(x: Any, dtype: Any, copy: bool = True) -> Any:
+def astype(x: Any, dtype: Any, copy: bool = True) -> Array:
     dtype = np.dtype(dtype)
     if type(x) is not Traced or dtype.kind not in "fc":
         v = value(x)  # integer / bool results carry no gradient
@@ -525,7 +526,7 @@ def astype(x: Any, dtype: Any, copy: bool = True) -> Any:
     return w.astype_float(x, dtype)
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", **kw: Any) -> Any:
+def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", **kw: Any) -> Array:
     if not _traced(fill_value):
         return np.full(shape, fill_value, dtype=dtype, order=order, **kw)
     fill = astype(fill_value, dtype) if dtype is not None else fill_value
@@ -533,14 +534,14 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", **kw:
     return w.copy(w.broadcast_to(fill, shape))
 
 
-def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None) -> Any:
+def full_like(a: ArrayLike, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None) -> Array:
     if not _traced(fill_value):
         return np.full_like(value(a), fill_value, dtype=dtype, order=order, shape=shape)
     base = value(a)
     return full(base.shape if shape is None else shape, fill_value, dtype=dtype or base.dtype)
 
 
-def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype: Any = None, axis: int = 0) -> Array:
     if not _traced(start, stop):
         return np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
     start, stop = _arr(start), _arr(stop)

@@ -32,6 +32,7 @@ from tapegrad.numpy.shapes import (
     reshape_c,
     transpose,
 )
+from tapegrad.typing import ArrayFunction, Reduction
 
 Args = Sequence[Any]
 Rule = Callable[[Any], Any]
@@ -110,7 +111,7 @@ def _sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims:
     return array_module(a).sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kw)
 
 
-sum = primitive(_sum, "sum", batched=True)  # noqa: A001
+sum: Reduction = primitive(_sum, "sum", batched=True)  # noqa: A001
 
 
 def _vjp_sum(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Rule:
@@ -165,7 +166,7 @@ _reduction(mean, _mean)
 
 
 # --- prod ------------------------------------------------------------------------------------
-prod = primitive(np.prod, batched=True)
+prod: Reduction = primitive(np.prod, batched=True)
 
 
 def _prod_of_others(x: Any, axis: Any) -> Any:
@@ -210,8 +211,8 @@ _reduction(prod, np.prod)
 
 
 # --- max, min --------------------------------------------------------------------------------
-amax = primitive(np.amax, "max", batched=True)
-amin = primitive(np.amin, "min", batched=True)
+amax: Reduction = primitive(np.amax, "max", batched=True)
+amin: Reduction = primitive(np.amin, "min", batched=True)
 
 
 def _vjp_chooser(ans: Any, x: Any, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Rule:
@@ -316,8 +317,8 @@ defbatch(weighted_sum, _weighted_sum_rule)
 
 
 # --- cumsum, cumprod -------------------------------------------------------------------------
-cumsum = primitive(np.cumsum, batched=True)
-cumprod = primitive(np.cumprod, batched=True)
+cumsum: ArrayFunction = primitive(np.cumsum, batched=True)
+cumprod: ArrayFunction = primitive(np.cumprod, batched=True)
 
 
 def _rev_cumsum(g: Any, axis: int) -> Any:

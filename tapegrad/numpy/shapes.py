@@ -33,6 +33,7 @@ from tapegrad.core.primitive import (
 )
 from tapegrad.numpy._define import batch_all, bound, nbatch, neg_axes
 from tapegrad.numpy.indexing import Index, index_add
+from tapegrad.typing import ArrayFunction
 
 Args = Sequence[Any]
 Rule = Callable[[Any], Any]
@@ -169,7 +170,7 @@ defbatch(concatenate_args, _concatenate_rule)
 
 
 # --- flip ------------------------------------------------------------------------------------
-flip = primitive(np.flip, batched=True)
+flip: ArrayFunction = primitive(np.flip, batched=True)
 
 
 def _vjp_flip(ans: Any, x: Any, axis: Any = None) -> Rule:
@@ -189,7 +190,7 @@ defbatch(flip, _flip_rule)
 
 
 # --- roll ------------------------------------------------------------------------------------
-roll = primitive(np.roll, batched=True)
+roll: ArrayFunction = primitive(np.roll, batched=True)
 
 
 def _vjp_roll(ans: Any, x: Any, shift: Any, axis: Any = None) -> Rule:
@@ -302,8 +303,8 @@ defbatch(pad, _pad_rule)
 
 
 # --- triu, tril --------------------------------------------------------------------------------
-triu = primitive(np.triu, batched=True)
-tril = primitive(np.tril, batched=True)
+triu: ArrayFunction = primitive(np.triu, batched=True)
+tril: ArrayFunction = primitive(np.tril, batched=True)
 
 
 def _tri_rule(fn: Callable[..., Any]) -> BatchRule:
@@ -328,7 +329,7 @@ defbatch(tril, _tri_rule(tril))
 
 
 # --- diagonal, diag (a vector on a diagonal) and diag_embed (its transpose) ------------------
-diagonal = primitive(np.diagonal, batched=True)
+diagonal: ArrayFunction = primitive(np.diagonal, batched=True)
 
 
 def _diag_from_vector(v: Any, k: int = 0) -> Any:
