@@ -51,6 +51,8 @@ def make_entry(args_def: TreeDef, sigs: list[Any], program: Any, out_def: TreeDe
         if d.kind is type(None):
             lines.append(f"    if {expr} is not None: _miss()")
             return True
+        if d.registered:  # (a registered class: the general path takes it apart)
+            return False
         if d.kind is dict:
             keys = d.meta
             if not all(type(k) is str for k in keys):
@@ -119,7 +121,8 @@ def make_entry(args_def: TreeDef, sigs: list[Any], program: Any, out_def: TreeDe
 
 
 def _str_keys(d: TreeDef) -> bool:
-    """Do all the dicts of ``d`` have string keys (which the source spells)?"""
-    if d.kind is dict and not all(type(k) is str for k in d.meta):
+    """Do all the dicts of ``d`` have string keys (which the source spells), and
+    no registered class (which it does not build)?"""
+    if d.registered or d.kind is dict and not all(type(k) is str for k in d.meta):
         return False
     return all(_str_keys(c) for c in d.children)
