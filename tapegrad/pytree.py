@@ -234,7 +234,7 @@ def register_pytree_node(nodetype: type[T], flatten_func: Callable[[T], tuple[It
         >>> tg.register_pytree_node(Affine, lambda a: ((a.w, a.b), None),
         ...                         lambda aux, children: Affine(*children))
         >>> g = tg.grad(lambda p, x: tnp.sum(p.w * x + p.b))(Affine(2.0, 1.0), 3.0)
-        >>> (g.w, g.b)
+        >>> (float(g.w), float(g.b))
         (3.0, 1.0)
     """
     if not isinstance(nodetype, type):

@@ -453,3 +453,13 @@ def test_ravel_pytree_round_trip_and_gradient() -> None:
     assert back.b.b.dtype == np.float32
     g = tg.grad(lambda v: tnp.sum(unravel(v).w ** 2) + unravel(v).b.b)(flat)
     _close(g, np.concatenate([2 * p.w.ravel(), np.zeros(2), [1.0]]))
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    from tapegrad import pytree
+
+    res = doctest.testmod(pytree, extraglobs={"np": np, "tg": tg, "tnp": tnp, "dataclasses": dataclasses},
+                          optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert res.attempted > 0 and res.failed == 0
