@@ -391,26 +391,49 @@ def _is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
-def _walk(x: Any, leaves: list[Any], is_leaf: IsLeaf) -> TreeDef:
+def _walk(x: Any, leaves: list[Any]) -> TreeDef:
     # a module-level recursion: a self-referencing closure would make a
     # reference cycle holding the leaves (and their tapes) until the GC ran
-    if is_leaf is not None and is_leaf(x):
+    t = type(x)
+    if t in ARRAY_LEAF_TYPES:
+        leaves.append(x)
+        return _LEAF
+    if x is None:
+        return _NONE
+    if t is tuple or t is list:
+        return TreeDef(t, None, tuple([_walk(c, leaves) for c in x]))
+    if t is dict:
+        keys = sorted(x)
+        return TreeDef(dict, tuple(keys), tuple([_walk(x[k], leaves) for k in keys]))
+    node = _REGISTRY.get(t)
+    if node is not None:
+        children, aux = node.flatten(x)
+        return TreeDef(t, aux, tuple([_walk(c, leaves) for c in children]))
+    if _is_namedtuple(x):
+        return TreeDef(tuple, t, tuple([_walk(c, leaves) for c in x]))
+    leaves.append(x)
+    return _LEAF
+
+
+def _walk_is_leaf(x: Any, leaves: list[Any], is_leaf: Callable[[Any], bool]) -> TreeDef:
+    """``_walk`` asking ``is_leaf`` first at every node."""
+    if is_leaf(x):
         leaves.append(x)
         return _LEAF
     if x is None:
         return _NONE
     t = type(x)
     if t is tuple or t is list:
-        return TreeDef(t, None, tuple([_walk(c, leaves, is_leaf) for c in x]))
+        return TreeDef(t, None, tuple([_walk_is_leaf(c, leaves, is_leaf) for c in x]))
     if t is dict:
         keys = sorted(x)
-        return TreeDef(dict, tuple(keys), tuple([_walk(x[k], leaves, is_leaf) for k in keys]))
+        return TreeDef(dict, tuple(keys), tuple([_walk_is_leaf(x[k], leaves, is_leaf) for k in keys]))
     node = _REGISTRY.get(t)
     if node is not None:
         children, aux = node.flatten(x)
-        return TreeDef(t, aux, tuple([_walk(c, leaves, is_leaf) for c in children]))
+        return TreeDef(t, aux, tuple([_walk_is_leaf(c, leaves, is_leaf) for c in children]))
     if _is_namedtuple(x):
-        return TreeDef(tuple, t, tuple([_walk(c, leaves, is_leaf) for c in x]))
+        return TreeDef(tuple, t, tuple([_walk_is_leaf(c, leaves, is_leaf) for c in x]))
     leaves.append(x)
     return _LEAF
 
@@ -432,7 +455,7 @@ def tree_flatten(tree: Any, is_leaf: IsLeaf = None) -> tuple[list[Any], TreeDef]
     if is_leaf is None and type(tree) in ARRAY_LEAF_TYPES:
         return [tree], _LEAF
     leaves: list[Any] = []
-    treedef = _walk(tree, leaves, is_leaf)
+    treedef = _walk(tree, leaves) if is_leaf is None else _walk_is_leaf(tree, leaves, is_leaf)
     return leaves, treedef
 
 
