@@ -246,6 +246,13 @@ def register_pytree_node(nodetype: type[T], flatten_func: Callable[[T], tuple[It
     _REGISTRY[nodetype] = _Node(flatten_func, unflatten_func, flatten_with_keys_func)
 
 
+def registered_node(cls: type) -> tuple[Callable[[Any], tuple[Iterable[Any], Any]],
+                                         Callable[[Any, Iterable[Any]], Any]]:
+    """``(flatten, unflatten)`` of a registered class (``KeyError`` if it is not one)."""
+    node = _REGISTRY[cls]
+    return node.flatten, node.unflatten
+
+
 def register_pytree_with_keys(nodetype: type[T],
                               flatten_with_keys: Callable[[T], tuple[Iterable[tuple[Any, Any]], Any]],
                               unflatten_func: Callable[[Any, Iterable[Any]], T],

@@ -94,7 +94,7 @@ def test_programs_are_freed_with_the_function() -> None:
     jf = tg.jit(f)
     for n in range(1, 4):
         jf(np.ones(n))
-    g = tg.grad(lambda x: tnp.sum(f(x)))
+    g = tg.grad(lambda x, f=f: tnp.sum(f(x)))
     tg.jit(g)(np.ones(2))  # (the Jitted object goes at once; g keeps its program)
     assert _live_programs() == before + 4
     ref, gref = weakref.ref(f), weakref.ref(g)

@@ -90,7 +90,11 @@ class _Programs:
     def variants(self, key: Hashable, name: str) -> list[Compiled]:
         """The variants of signature ``key`` (made the most recently used;
         a new signature may drop the least recently used one)."""
-        variants = self.cache.get(key)
+        try:
+            variants = self.cache.get(key)
+        except TypeError as e:  # (the static values are hashable: the structure is not)
+            raise TypeError(f"jit({name}): the auxiliary data of a registered pytree node in the arguments "
+                            f"must be hashable ({e}): {key[0]}") from None  # type: ignore[index]
         if variants is not None:
             self.cache.move_to_end(key)
             return variants
@@ -184,11 +188,6 @@ class Jitted:
         except TypeError as e:
             raise TypeError(f"jit({fun_name(self.f)}): static arguments must be hashable ({e})") from None
         leaves, tdef = tree_flatten((dyn_args, dyn_kw))
-        try:
-            hash(tdef)
-        except TypeError as e:
-            raise TypeError(f"jit({fun_name(self.f)}): the auxiliary data of a registered pytree node in the "
-                            f"arguments must be hashable ({e}): {tdef}") from None
         sig = tuple(_leaf_signature(x) for x in leaves)
         if None in sig:
             self._not_an_array(args, kwargs, static_pos)
