@@ -492,13 +492,22 @@ def _build(d: TreeDef, it: Iterator[Any]) -> Any:
 
 
 def tree_unflatten(treedef: TreeDef, leaves: Iterable[Any]) -> Any:
-    """Rebuild the pytree described by ``treedef`` from ``leaves`` (registered
-    nodes through their ``unflatten`` function, with their auxiliary data)."""
+    """Rebuild the pytree described by ``treedef`` from ``leaves`` (any
+    iterable; registered nodes through their ``unflatten`` function, with
+    their auxiliary data). ``ValueError`` when there are too few or too many
+    leaves."""
     if type(leaves) is not list:
         leaves = list(leaves)
-    if treedef is _LEAF:
+    if treedef is _LEAF and len(leaves) == 1:
         return leaves[0]
-    return _build(treedef, iter(leaves))
+    it = iter(leaves)
+    try:
+        out = _build(treedef, it)
+    except StopIteration:
+        raise ValueError(f"Too few leaves for PyTreeDef; expected {treedef.num_leaves}, got {len(leaves)}.") from None
+    if next(it, it) is not it:
+        raise ValueError(f"Too many leaves for PyTreeDef; expected {treedef.num_leaves}, got {len(leaves)}.")
+    return out
 
 
 def _up_to(d: TreeDef, x: Any, out: list[Any]) -> None:

@@ -229,6 +229,17 @@ def test_is_leaf_on_flatten_leaves_and_map() -> None:
     assert tg.tree_leaves([p, 1.0], is_leaf=lambda x: isinstance(x, Linear)) == [p, 1.0]
 
 
+def test_unflatten_with_the_wrong_number_of_leaves_raises() -> None:
+    treedef = tg.tree_structure(Pair(1.0, [2.0, None]))
+    with pytest.raises(ValueError, match="Too few leaves for PyTreeDef; expected 2, got 1"):
+        tg.tree_unflatten(treedef, [1.0])
+    with pytest.raises(ValueError, match="Too many leaves"):
+        tg.tree_unflatten(treedef, [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="Too few leaves"):
+        tg.tree_unflatten(tg.tree_structure(1.0), [])
+    assert treedef.unflatten(iter([3.0, 4.0])).second == [4.0, None]  # (any iterable of leaves)
+
+
 def test_tree_map_rest_may_be_deeper() -> None:
     got = tg.tree_map(lambda x, y: (x, y), [1, 2], [(3, 4), {"a": 5}])
     assert got == [(1, (3, 4)), (2, {"a": 5})]
