@@ -9,7 +9,7 @@
 from typing import Any
 
 from tapegrad import numpy as numpy  # noqa: F401  (installs operators and rules)
-from tapegrad import optimizers
+from tapegrad import optimizers, tree_util
 from tapegrad.batching import defbatch
 from tapegrad.compile.jit import jit
 from tapegrad.core.primitive import defjvp, defvjp, defvjp_argnum, primitive
@@ -18,7 +18,29 @@ from tapegrad.core.traced import value
 from tapegrad.debug import debug_nans
 from tapegrad.flatten import ravel_pytree
 from tapegrad.numpy._define import elementwise
-from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
+from tapegrad.pytree import (
+    DictKey,
+    FlattenedIndexKey,
+    GetAttrKey,
+    SequenceKey,
+    keystr,
+    register_dataclass,
+    register_pytree_node,
+    register_pytree_node_class,
+    register_pytree_with_keys,
+    register_static,
+    tree_all,
+    tree_flatten,
+    tree_flatten_with_path,
+    tree_leaves,
+    tree_leaves_with_path,
+    tree_map,
+    tree_map_with_path,
+    tree_reduce,
+    tree_structure,
+    tree_transpose,
+    tree_unflatten,
+)
 from tapegrad.testing import check_grads
 from tapegrad.transforms import (
     checkpoint,
@@ -41,6 +63,10 @@ from tapegrad.transforms import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "DictKey",
+    "FlattenedIndexKey",
+    "GetAttrKey",
+    "SequenceKey",
     "Tape",
     "check_grads",
     "checkpoint",
@@ -62,13 +88,28 @@ __all__ = [
     "jacrev",
     "jit",
     "jvp",
+    "keystr",
     "optimizers",
     "primitive",
     "ravel_pytree",
+    "register_dataclass",
+    "register_pytree_node",
+    "register_pytree_node_class",
+    "register_pytree_with_keys",
+    "register_static",
     "stop_gradient",
+    "tree_all",
     "tree_flatten",
+    "tree_flatten_with_path",
+    "tree_leaves",
+    "tree_leaves_with_path",
     "tree_map",
+    "tree_map_with_path",
+    "tree_reduce",
+    "tree_structure",
+    "tree_transpose",
     "tree_unflatten",
+    "tree_util",
     "value",
     "value_and_grad",
     "vjp",

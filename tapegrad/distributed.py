@@ -339,6 +339,8 @@ def _treedef_str(d: TreeDef) -> str:
     kids = ", ".join(_treedef_str(c) for c in d.children)
     if d.kind is dict:
         return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(d.meta, (_treedef_str(c) for c in d.children))) + "}"
+    if d.registered:
+        return f"{d.kind.__name__}({kids})"
     if d.meta is not None:
         return f"{d.meta.__name__}({kids})"
     return f"({kids},)" if d.kind is tuple and len(d.children) == 1 else (

@@ -110,7 +110,7 @@ def test_static_argnums_int_and_negative():
         jf = tg.jit(f, static_argnums=nums)
         _close(jf(np.arange(3.0), 2), np.arange(3.0) ** 2)
         _close(jf(np.arange(3.0), 3), np.arange(3.0) ** 3)
-    assert len(calls) == 6
+    assert len(calls) == 4  # (1 and (1,) are the same options: the third shares the first's programs)
 
 
 def test_static_argnames():

@@ -21,9 +21,7 @@ def _step(p, m, g):
 
 
 def _donating(f, argnums):
-    jf = tg.jit(f)
-    jf.donate_argnums = argnums  # (what jit(..., donate_argnums=...) stores)
-    return jf
+    return tg.jit(f, donate_argnums=argnums)
 
 
 def test_donated_arguments_take_the_results_in_place_and_give_eagers_values():

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.pytree import TreeDef
+from tapegrad.pytree import TreeDef, registered_node
 
 
 class Miss(Exception):
@@ -51,6 +51,16 @@ def make_entry(args_def: TreeDef, sigs: list[Any], program: Any, out_def: TreeDe
         if d.kind is type(None):
             lines.append(f"    if {expr} is not None: _miss()")
             return True
+        if d.registered:  # (a registered class: its flatten, its aux data compared)
+            t = fresh()
+            flatten = registered_node(d.kind)[0]
+            ns[f"k_{t}"], ns[f"f_{t}"], ns[f"a_{t}"] = d.kind, flatten, d.meta
+            lines.append(f"    {t} = {expr}")
+            lines.append(f"    if type({t}) is not k_{t}: _miss()")
+            lines.append(f"    {t}, {t}_aux = f_{t}({t})")
+            lines.append(f"    {t} = tuple({t})")
+            lines.append(f"    if len({t}) != {len(d.children)} or {t}_aux != a_{t}: _miss()")
+            return all(take_apart(c, f"{t}[{i}]") for i, c in enumerate(d.children))
         if d.kind is dict:
             keys = d.meta
             if not all(type(k) is str for k in keys):
@@ -99,6 +109,10 @@ def make_entry(args_def: TreeDef, sigs: list[Any], program: Any, out_def: TreeDe
         if d.kind is type(None):
             return "None"
         kids = [build(c) for c in d.children]
+        if d.registered:
+            u, a = f"u{len(ns)}", f"m{len(ns)}"
+            ns[u], ns[a] = registered_node(d.kind)[1], d.meta
+            return f"{u}({a}, ({', '.join(kids)}{',' if len(kids) == 1 else ''}))"
         if d.kind is dict:
             return "{" + ", ".join(f"{k!r}: {e}" for k, e in zip(d.meta, kids)) + "}"
         if d.meta is not None:

@@ -17,7 +17,7 @@ import numpy as np
 
 from tapegrad.batching import BatchTrace
 from tapegrad.core.traced import Traced
-from tapegrad.pytree import TreeDef, tree_flatten, tree_unflatten
+from tapegrad.pytree import TreeDef, registered_children, tree_flatten, tree_unflatten
 from tapegrad.transforms._util import fun_name
 
 Axes = Any  # an int, None, or a pytree prefix of them
@@ -180,6 +180,10 @@ def _prefix(axes: Any, tree: Any, out: list[Any], who: str, what: str, path: str
     if isinstance(axes, (tuple, list)) and isinstance(tree, (tuple, list)) and len(axes) == len(tree):
         for i, (a, t) in enumerate(zip(axes, tree)):
             _prefix(a, t, out, who, what, f"{path}[{i}]")
+        return
+    if (pairs := registered_children(axes, tree)) is not None:  # (a registered class, as the value)
+        for key, a, t in pairs:
+            _prefix(a, t, out, who, what, f"{path}{key}")
         return
     raise ValueError(
         f"{who}: {what}{path} = {axes!r} does not match the structure of the value it "
