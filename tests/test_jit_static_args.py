@@ -6,6 +6,7 @@ naming no argument raising JAX's ``ValueError``, and ``donate_argnums`` kept."""
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any
 
 import numpy as np
@@ -201,3 +202,16 @@ def test_donate_argnums_is_accepted_checked_and_kept() -> None:
         tg.jit(step, donate_argnums=3)
     with pytest.raises(ValueError, match="cannot intersect"):
         tg.jit(step, static_argnums=2, donate_argnums=(1, 2))
+
+
+def test_static_argnames_reach_through_grad_by_position():
+    # grad keeps f's signature (``__wrapped__``, as JAX's wraps), so jit maps
+    # a static name to its position through it
+    def loss(w, n):
+        return tnp.sum(w ** n)
+
+    g = tg.jit(tg.grad(loss), static_argnames="n")
+    w = np.array([1.0, 2.0])
+    np.testing.assert_allclose(g(w, 3), 3 * w ** 2)
+    np.testing.assert_allclose(g(w, 2), 2 * w)
+    assert inspect.signature(tg.grad(loss)) == inspect.signature(loss)

@@ -69,6 +69,7 @@ def value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
     vg = _value_and_grad(f, argnums, has_aux, holomorphic, with_value=True,
                          who=f"value_and_grad({fun_name(f)})")
     vg.__name__ = f"value_and_grad({fun_name(f)})"
+    vg.__wrapped__ = f  # type: ignore[attr-defined]  # (inspect.signature reads f's, as JAX's wraps does)
     return vg
 
 
@@ -86,6 +87,7 @@ def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
     """
     grad_f = _value_and_grad(f, argnums, has_aux, holomorphic, with_value=False)
     grad_f.__name__ = f"grad({fun_name(f)})"
+    grad_f.__wrapped__ = f  # type: ignore[attr-defined]  # (inspect.signature reads f's: jit's static_argnames)
     return grad_f
 
 
