@@ -146,3 +146,26 @@ def test_einsum_interleaved_matches_numpy() -> None:
         want = np.einsum(*ops)
         got = tnp.einsum(*[tnp.array(o) if isinstance(o, np.ndarray) else o for o in ops])
         np.testing.assert_allclose(tg.value(got), want)
+
+
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+def test_take_out_of_range_modes_differentiate_as_numpy_indexes(mode):
+    # the gradient goes to the positions NumPy's mode reads, under every transform
+    i = np.array([0, 5, -1, -4])
+    wts = np.array([1.0, 2.0, 3.0, 4.0])
+    x = np.arange(3.0)
+
+    def f(x):
+        return tnp.sum(tnp.take(x, i, mode=mode) * wts)
+
+    want = np.zeros(3)
+    np.add.at(want, np.take(np.arange(3), i, mode=mode), wts)
+    np.testing.assert_array_equal(tnp.take(x, i, mode=mode), np.take(x, i, mode=mode))
+    np.testing.assert_allclose(tg.grad(f)(x), want)
+    np.testing.assert_allclose(tg.jit(tg.grad(f))(x), want)
+    np.testing.assert_allclose(tg.vmap(tg.grad(f))(np.stack([x, x])), np.stack([want, want]))
+
+
+def test_take_refuses_an_unknown_mode():
+    with pytest.raises(ValueError, match="mode must be"):
+        tg.grad(lambda x: tnp.sum(tnp.take(x, [0], mode="nearest")))(np.arange(3.0))

@@ -269,6 +269,14 @@ def take(a: ArrayLike, indices: Any, axis: Any = None, out: Any = None, mode: st
     if axis is None:
         a, axis = ravel(a), 0
     ax = normalize_axis(axis, np.ndim(a))
+    if mode != "raise":  # (NumPy's out-of-range modes, as positions in range: the gradient follows them)
+        n = a.shape[ax]
+        if mode == "clip":
+            indices = w.clip(indices, 0, n - 1) if type(indices) is Traced else array_module(indices).clip(indices, 0, n - 1)
+        elif mode == "wrap":
+            indices = indices % n
+        else:
+            raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
     return w.getitem(a, Index((slice(None),) * ax + (indices,), np.ndim(a)))
 
 
