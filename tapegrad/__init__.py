@@ -22,6 +22,8 @@ from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
 from tapegrad.testing import check_grads
 from tapegrad.transforms import (
     checkpoint,
+    checkpoint_name,
+    checkpoint_policies,
     custom_jvp,
     custom_vjp,
     elementwise_grad,
@@ -32,11 +34,15 @@ from tapegrad.transforms import (
     jacobian,
     jacrev,
     jvp,
+    linear_transpose,
+    linearize,
     stop_gradient,
     value_and_grad,
     vjp,
     vmap,
 )
+
+remat = checkpoint  # (JAX's other name for it)
 
 __version__ = "0.1.0"
 
@@ -44,6 +50,8 @@ __all__ = [
     "Tape",
     "check_grads",
     "checkpoint",
+    "checkpoint_name",
+    "checkpoint_policies",
     "custom_jvp",
     "custom_vjp",
     "debug_nans",
@@ -62,9 +70,12 @@ __all__ = [
     "jacrev",
     "jit",
     "jvp",
+    "linear_transpose",
+    "linearize",
     "optimizers",
     "primitive",
     "ravel_pytree",
+    "remat",
     "stop_gradient",
     "tree_flatten",
     "tree_map",

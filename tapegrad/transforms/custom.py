@@ -33,6 +33,7 @@ from tapegrad.core.traced import Traced, unbox_idle, value
 from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
 from tapegrad.transforms._util import fun_name
 from tapegrad.transforms.forward import ForwardTape
+from tapegrad.transforms.remat import saving_forward, saving_vjp
 from tapegrad.transforms.vmap import batched_call, broadcast_batch, vmap
 
 
@@ -509,7 +510,8 @@ class custom_jvp:
         return tape.watch_with(out, tout)
 
 
-def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
+def checkpoint(fun: Callable[..., Any] | None = None, *, policy: Callable[..., Any] | None = None,
+               prevent_cse: bool = True, static_argnums: int | tuple[int, ...] = ()) -> Any:
     """``fun``, keeping only its inputs for the backward pass and running it
     again there (rematerialisation): less memory, one more forward.
 
@@ -519,12 +521,43 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     functions it closes over, and in tuples, lists and dicts there) are made
     explicit arguments of the checkpointed call, so they get gradients.
 
+    Args:
+        fun: the function (omitted: a decorator with these options).
+        policy: what to keep besides the inputs (``tg.checkpoint_policies``;
+            JAX's policies): the primitive calls it accepts are not computed
+            again in the backward pass, their outputs are kept. With a policy,
+            ``fun`` runs on values of its own level: ``float(x)`` and
+            ``np.asarray(x)`` are refused there (``tg.value(x)`` reads one).
+        prevent_cse: accepted for JAX's signature (nothing here merges
+            the recomputation with the forward pass).
+        static_argnums: arguments passed as they are (Python numbers, flags,
+            functions), never traced.
+
+    ``tg.remat`` is the same function (JAX's other name).
+
     Examples:
         >>> layer = tg.checkpoint(lambda w, x: tnp.tanh(x @ w))
         >>> tg.grad(lambda w: tnp.sum(layer(w, np.ones((2, 3)))))(np.eye(3)).shape
         (3, 3)
     """
+    if fun is None:
+        return functools.partial(checkpoint, policy=policy, prevent_cse=prevent_cse,
+                                 static_argnums=static_argnums)
+    from tapegrad.transforms import checkpoint_policies as policies
+
+    if policy is policies.nothing_saveable:
+        policy = None  # (the default: nothing to log)
+    if policy is not None and not callable(policy):
+        raise TypeError(f"checkpoint: policy must be a function (tg.checkpoint_policies), got {policy!r}")
+    statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     name = f"checkpoint({fun_name(fun)})"
+    if statics:
+        @functools.wraps(fun)
+        def with_statics(*args: Any) -> Any:
+            _, dyn, of_dynamic = _split_static(fun, statics, args, name)
+            return checkpoint(of_dynamic, policy=policy)(*[args[i] for i in dyn])
+
+        return with_statics
     convert = not getattr(fun, "_closure_explicit", False)  # (see _explicit)
 
     @functools.wraps(fun)
@@ -533,7 +566,7 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
 
         cells = _traced_cells(fun) if convert else ()
         if cells:  # closure conversion: the closed-over traced values become arguments
-            return _explicit(fun, cells, name)(*args, *[c.cell_contents for c in cells])
+            return _explicit(fun, cells, name, policy)(*args, *[c.cell_contents for c in cells])
         flat, tdef = _flat_args(args)
         trace = top_tape(flat)
         if trace is not None and trace.abstract:
@@ -545,6 +578,8 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
         def forward(raw: list[Any]) -> tuple[Any, Any]:
             guarded = [_read_only(x) for x in raw]
             try:
+                if policy is not None:  # (the outputs the policy keeps are logged)
+                    return saving_forward(lambda *xs: fun(*tree_unflatten(tdef, list(xs))), guarded, policy)
                 out = fun(*tree_unflatten(tdef, guarded))
             except ValueError as e:
                 if "read-only" in str(e):
@@ -561,6 +596,8 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
                 def again(*xs: Any) -> Any:
                     return packing.pack(fun(*tree_unflatten(tdef, list(xs))))
 
+                if res is not None:  # (a policy's log: its kept outputs are not computed again)
+                    return saving_vjp(again, raw, res, g)
                 _, fn = vjp_(again, *raw)
                 nb = g.ndim - packing.ndim
                 return list(fn.batched(g, g.shape[:nb]) if nb else fn(g))
@@ -573,7 +610,7 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     def remat_b(axes: Any) -> Callable[..., Any]:
         mapped = vmap(fun, axes)
         mapped.__name__ = f"vmap({fun_name(fun)})"
-        return checkpoint(mapped)
+        return checkpoint(mapped, policy=policy)
 
     return remat
 
@@ -603,7 +640,8 @@ def _traced_cells(fun: Any, seen: set[int] | None = None) -> list[Any]:
     return found
 
 
-def _explicit(fun: Callable[..., Any], cells: list[Any], name: str) -> Callable[..., Any]:
+def _explicit(fun: Callable[..., Any], cells: list[Any], name: str,
+              policy: Callable[..., Any] | None = None) -> Callable[..., Any]:
     """``fun`` checkpointed with the contents of closure ``cells`` as extra
     trailing arguments: each call puts the values it is given into the cells
     while ``fun`` runs (the forward one level down, the replay in the
@@ -623,7 +661,7 @@ def _explicit(fun: Callable[..., Any], cells: list[Any], name: str) -> Callable[
 
     explicit.__name__ = explicit.__qualname__ = fun_name(fun)
     explicit._closure_explicit = True  # type: ignore[attr-defined]  # (its cells are its arguments now)
-    return checkpoint(explicit)
+    return checkpoint(explicit, policy=policy)
 
 
 def _read_only(x: Any) -> Any:
