@@ -168,11 +168,18 @@ def _zeros(p: Any, batch: tuple[int, ...]) -> Any:
 
 
 def _resolve_kwargs(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-    """Keyword arguments of a custom function's call moved to their positions
-    (JAX's rule: the rules take positional arguments only)."""
-    if not kwargs:
+    """A custom function's arguments by position, keyword arguments moved to
+    their places and defaults filled in (JAX's rule: the rules take positional
+    arguments only)."""
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):  # (no signature to read: a builtin)
+        if kwargs:
+            raise TypeError("keyword arguments could not be resolved to positions") from None
         return args
-    bound = inspect.signature(fun).bind(*args, **kwargs)
+    if not kwargs and all(p.default is p.empty for p in sig.parameters.values()):
+        return args
+    bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
     if bound.kwargs:
         raise TypeError("keyword arguments could not be resolved to positions")
