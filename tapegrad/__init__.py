@@ -44,6 +44,8 @@ from tapegrad.pytree import (
 from tapegrad.testing import check_grads
 from tapegrad.transforms import (
     checkpoint,
+    checkpoint_name,
+    checkpoint_policies,
     custom_jvp,
     custom_vjp,
     elementwise_grad,
@@ -54,11 +56,15 @@ from tapegrad.transforms import (
     jacobian,
     jacrev,
     jvp,
+    linear_transpose,
+    linearize,
     stop_gradient,
     value_and_grad,
     vjp,
     vmap,
 )
+
+remat = checkpoint  # (JAX's other name for it)
 
 __version__ = "0.1.0"
 
@@ -70,6 +76,8 @@ __all__ = [
     "Tape",
     "check_grads",
     "checkpoint",
+    "checkpoint_name",
+    "checkpoint_policies",
     "custom_jvp",
     "custom_vjp",
     "debug_nans",
@@ -89,6 +97,8 @@ __all__ = [
     "jit",
     "jvp",
     "keystr",
+    "linear_transpose",
+    "linearize",
     "optimizers",
     "primitive",
     "ravel_pytree",
@@ -97,6 +107,7 @@ __all__ = [
     "register_pytree_node_class",
     "register_pytree_with_keys",
     "register_static",
+    "remat",
     "stop_gradient",
     "tree_all",
     "tree_flatten",

@@ -104,6 +104,7 @@ from tapegrad.numpy.shape_extra import (
     vsplit,
 )
 from tapegrad.numpy.shapes import diagonal, flip, roll, tril, triu
+from tapegrad.numpy.updates import at
 
 if TYPE_CHECKING:  # the names globals().update(_NUMPY_NAMES) adds below, as type checkers see them
     from tapegrad.numpy.elementwise import (
@@ -181,7 +182,7 @@ newaxis = None
 __all__ = [
     "fft", "linalg", "primitives", "abs", "absolute", "add", "amax", "amin", "angle", "append",
     "arange", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "array",
-    "array_split", "asarray", "astype", "atleast_1d", "atleast_2d", "atleast_3d", "average",
+    "array_split", "asarray", "astype", "at", "atleast_1d", "atleast_2d", "atleast_3d", "average",
     "broadcast_to", "c_", "cbrt", "clip", "column_stack", "concatenate", "conj", "conjugate",
     "copy", "cos", "cosh", "cross", "cumprod", "cumsum", "deg2rad", "degrees", "diag", "diagonal",
     "diff", "divide", "dot", "dsplit", "dstack", "e", "einsum", "empty", "exp", "exp2",

@@ -12,6 +12,7 @@ from tapegrad.core.primitive import _apply1, binary_method, defers_to
 from tapegrad.core.traced import Traced
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
+from tapegrad.numpy.updates import at
 from tapegrad.numpy.wrap import Index
 
 _NO_KW: dict[str, Any] = {}
@@ -89,6 +90,7 @@ def install() -> None:
         setattr(T, f"__r{op}__", _deferring(f, reflected=True))
     T.__getitem__ = _getitem
     T.__setitem__ = _setitem
+    T.at = property(at)  # JAX's functional updates: x.at[idx].set(v)
 
     T.T = property(lambda self: w.transpose(self))
     T.mT = property(lambda self: d.swapaxes(self, -1, -2))

@@ -18,6 +18,7 @@ whole batch, and a rule runs on one example's values as it was written.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from collections.abc import Callable
 from typing import Any
@@ -26,12 +27,14 @@ import numpy as np
 
 from tapegrad.backend import array_module
 from tapegrad.batching import BatchTrace
+from tapegrad.core.level import entered
 from tapegrad.core.primitive import Primitive, top_tape
 from tapegrad.core.tape import Tape
 from tapegrad.core.traced import Traced, unbox_idle, value
 from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
 from tapegrad.transforms._util import fun_name
 from tapegrad.transforms.forward import ForwardTape
+from tapegrad.transforms.remat import saving_forward, saving_vjp
 from tapegrad.transforms.vmap import batched_call, broadcast_batch, vmap
 
 
@@ -162,11 +165,77 @@ def _check_structure(name: str, got: Any, primals: list[Any], batch: tuple[int, 
 def _zeros(p: Any, batch: tuple[int, ...]) -> Any:
     """Zeros of primal ``p``'s shape (per example, if it is batched) and dtype, after ``batch``."""
     v = value(p)
-    return np.zeros(batch + tuple(np.shape(v)), v.dtype if hasattr(v, "dtype") else np.result_type(v))
+    return array_module(v).zeros(batch + tuple(np.shape(v)), v.dtype if hasattr(v, "dtype") else np.result_type(v))
+
+
+def _resolve_kwargs(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """A custom function's arguments by position, keyword arguments moved to
+    their places and defaults filled in (JAX's rule: the rules take positional
+    arguments only)."""
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):  # (no signature to read: a builtin)
+        if kwargs:
+            raise TypeError("keyword arguments could not be resolved to positions") from None
+        return args
+    if not kwargs and all(p.default is p.empty for p in sig.parameters.values()):
+        return args
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise TypeError("keyword arguments could not be resolved to positions")
+    return tuple(bound.args)
+
+
+def _check_nondiff(nondiff_argnums: Any, who: str) -> tuple[int, ...]:
+    nums = tuple(nondiff_argnums)
+    for i in nums:
+        if not isinstance(i, (int, np.integer)) or isinstance(i, bool):
+            raise TypeError(f"{who}: nondiff_argnums must be a tuple of ints, got {nondiff_argnums!r}")
+    return tuple(int(i) for i in nums)
+
+
+def _split_static(fun: Callable[..., Any], nondiff: tuple[int, ...], args: tuple[Any, ...],
+                  who: str) -> tuple[list[Any], list[int], Callable[..., Any]]:
+    """``(static, dynamic positions, fun of the dynamic arguments)`` for a call
+    of ``fun`` with ``args`` whose ``nondiff`` positions are fixed."""
+    for i in nondiff:
+        if not -len(args) <= i < len(args):
+            raise TypeError(f"{who}: nondiff_argnums names argument {i}, but the call has "
+                            f"{len(args)} positional arguments")
+    fixed = {i % len(args) for i in nondiff}
+    static = [args[i] for i in nondiff]
+    dyn = [i for i in range(len(args)) if i not in fixed]
+
+    def of_dynamic(*xs: Any) -> Any:
+        full = list(args)
+        for i, x in zip(dyn, xs):
+            full[i] = x
+        return fun(*full)
+
+    of_dynamic.__name__ = of_dynamic.__qualname__ = fun_name(fun)
+    return static, dyn, of_dynamic
+
+
+def _in_reverse_pass(tape: Any) -> bool:
+    """Is a reverse-mode tape above ``tape`` recording? (Then the call is
+    part of that pass's forward, ``fwd`` calling the function itself, and
+    forward mode over it is forward-over-reverse: ``hessian``, ``hvp``.)"""
+    return any(lv.level > tape.level and lv.active and not isinstance(lv, ForwardTape) for lv in entered())
 
 
 class custom_vjp:
     """A function with a user-defined VJP (JAX's API).
+
+    ``defvjp(fwd, bwd)`` gives the rule: ``fwd(*args) -> (out, residuals)``,
+    ``bwd(residuals, g) -> tuple of cotangents``, one per argument (``None``
+    for zeros). ``nondiff_argnums`` names arguments that are not
+    differentiated (a function, a flag, a size): ``fwd`` still gets every
+    argument, ``bwd`` gets them first, ``bwd(*nondiff, residuals, g)``, and
+    returns cotangents for the other arguments only. Forward mode (``jvp``,
+    ``jacfwd``) of such a function raises ``TypeError``, as in JAX (use
+    ``custom_jvp`` for both modes); forward mode over a reverse pass
+    (``hessian``, ``hvp``) differentiates ``bwd`` as usual.
 
     Examples:
         >>> @tg.custom_vjp
@@ -177,22 +246,33 @@ class custom_vjp:
         np.float64(1.0)
     """
 
-    def __init__(self, fun: Callable[..., Any]) -> None:
+    def __init__(self, fun: Callable[..., Any], nondiff_argnums: tuple[int, ...] = ()) -> None:
         functools.update_wrapper(self, fun)
         self.fun = fun
+        self.nondiff_argnums = _check_nondiff(nondiff_argnums, f"custom_vjp({fun_name(fun)})")
         self.fwd: Callable[..., Any] | None = None
         self.bwd: Callable[..., Any] | None = None
 
-    def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
-        """``fwd(*args) -> (out, residuals)``; ``bwd(residuals, g) -> tuple of cotangents``."""
+    def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any], symbolic_zeros: bool = False) -> None:
+        """Set the rule: ``fwd(*args) -> (out, residuals)``; ``bwd(residuals,
+        g) -> tuple of cotangents`` (``bwd(*nondiff_args, residuals, g)`` with
+        ``nondiff_argnums``). Returns None, as JAX's does."""
+        if symbolic_zeros:
+            raise NotImplementedError(f"custom_vjp({fun_name(self.fun)}).defvjp: symbolic_zeros=True "
+                                      "is not supported (tapegrad passes zeros as arrays)")
         self.fwd, self.bwd = fwd, bwd
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         name = f"custom_vjp({fun_name(self.fun)})"
         if self.fwd is None or self.bwd is None:
             raise TypeError(f"{name}: no rule yet; call .defvjp(fwd, bwd) first")
+        args = _resolve_kwargs(self.fun, args, kwargs)
+        if self.nondiff_argnums:
+            return self._with_static(args, name)
         flat, tdef = _flat_args(args)
         tape = top_tape(flat)
+        if isinstance(tape, ForwardTape) and not _in_reverse_pass(tape):  # (JAX's words)
+            raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
         if tape is not None and tape.abstract:  # vmap: batch it; jit: nothing differentiates here
             return self._batched(tape, flat, tdef, name) if type(tape) is BatchTrace else self.fun(*args)
         fwd, bwd = self.fwd, self.bwd
@@ -230,6 +310,16 @@ class custom_vjp:
 
         out = _apply_rule(name, self.fun, args, forward, make_vjp)
         return self.fun(*args) if out is None else out
+
+    def _with_static(self, args: tuple[Any, ...], name: str) -> Any:
+        """The call with ``nondiff_argnums`` fixed: a custom_vjp of the other arguments."""
+        fwd, bwd = self.fwd, self.bwd
+        assert fwd is not None and bwd is not None
+        static, dyn, fun = _split_static(self.fun, self.nondiff_argnums, args, name)
+        _, _, fwd_dyn = _split_static(fwd, self.nondiff_argnums, args, name)
+        inner = custom_vjp(fun)
+        inner.defvjp(fwd_dyn, lambda res, g: bwd(*static, res, g))
+        return inner(*[args[i] for i in dyn])
 
     def _batched(self, trace: Any, flat: list[Any], tdef: Any, name: str) -> Any:
         """The call with arguments batched on ``trace``, the top level: one
@@ -292,31 +382,73 @@ def _sum_unmapped(cts: Any, mapped: list[list[bool]], nb: int) -> Any:
 class custom_jvp:
     """A function with a user-defined JVP rule (JAX's API).
 
-    Under reverse mode the rule is transposed (it must be linear in the tangents).
+    ``defjvp(rule)`` gives the rule, ``rule(primals, tangents) ->
+    (primal_out, tangent_out)`` (with ``nondiff_argnums``,
+    ``rule(*nondiff_args, primals, tangents)``, the primals and tangents of
+    the other arguments only); ``defjvps(*fns)`` gives one tangent function
+    per argument instead. Reverse mode transposes the rule (it must be linear
+    in the tangents) and runs it once in the forward pass: the function's
+    value is the rule's ``primal_out``, so ``grad`` evaluates the function
+    once.
 
     Examples:
         >>> @tg.custom_jvp
         ... def log1pexp(x):
         ...     return tnp.log1p(tnp.exp(x))
-        >>> log1pexp.defjvp(lambda primals, tangents: (
-        ...     log1pexp(primals[0]), tangents[0] * (1 - 1 / (1 + tnp.exp(primals[0])))))
+        >>> @log1pexp.defjvp
+        ... def log1pexp_jvp(primals, tangents):
+        ...     (x,), (t,) = primals, tangents
+        ...     return log1pexp(x), t * (1 - 1 / (1 + tnp.exp(x)))
         >>> tg.grad(log1pexp)(100.0)
         np.float64(1.0)
     """
 
-    def __init__(self, fun: Callable[..., Any]) -> None:
+    def __init__(self, fun: Callable[..., Any], nondiff_argnums: tuple[int, ...] = ()) -> None:
         functools.update_wrapper(self, fun)
         self.fun = fun
+        self.nondiff_argnums = _check_nondiff(nondiff_argnums, f"custom_jvp({fun_name(fun)})")
         self.rule: Callable[..., Any] | None = None
 
-    def defjvp(self, rule: Callable[..., Any]) -> None:
-        """``rule(primals, tangents) -> (primal_out, tangent_out)``."""
+    def defjvp(self, rule: Callable[..., Any], symbolic_zeros: bool = False) -> Callable[..., Any]:
+        """Set the rule, ``rule(primals, tangents) -> (primal_out,
+        tangent_out)`` (``rule(*nondiff_args, primals, tangents)`` with
+        ``nondiff_argnums``), and return it: usable as a decorator."""
+        if symbolic_zeros:
+            raise NotImplementedError(f"custom_jvp({fun_name(self.fun)}).defjvp: symbolic_zeros=True "
+                                      "is not supported (tapegrad passes zeros as arrays)")
         self.rule = rule
+        return rule
 
-    def __call__(self, *args: Any) -> Any:
+    def defjvps(self, *tangent_fns: Callable[..., Any] | None) -> None:
+        """Set the rule from one function per argument: ``fn(tangent,
+        primal_out, *primals)`` is that argument's part of the output tangent
+        (``None``: the output does not depend on it); the parts are summed."""
+        if self.nondiff_argnums:
+            raise TypeError("Can't use ``defjvps`` with ``nondiff_argnums``.")
+
+        def rule(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+            if len(tangent_fns) != len(primals):
+                raise TypeError(f"custom_jvp({fun_name(self.fun)}).defjvps: {len(tangent_fns)} tangent "
+                                f"functions for {len(primals)} arguments")
+            out = self(*primals)
+            parts = [fn(t, out, *primals) for fn, t in zip(tangent_fns, tangents) if fn is not None]
+            if not parts:
+                return out, tree_map(lambda o: _zeros(o, ()), out)
+            return out, tree_map(lambda *ts: functools.reduce(lambda a, b: a + b, ts), *parts)
+
+        self.defjvp(rule)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         name = f"custom_jvp({fun_name(self.fun)})"
         if self.rule is None:
             raise TypeError(f"{name}: no rule yet; call .defjvp(rule) first")
+        args = _resolve_kwargs(self.fun, args, kwargs)
+        if self.nondiff_argnums:
+            rule_s = self.rule
+            static, dyn, fun = _split_static(self.fun, self.nondiff_argnums, args, name)
+            inner = custom_jvp(fun)
+            inner.defjvp(lambda primals, tangents: rule_s(*static, primals, tangents))
+            return inner(*[args[i] for i in dyn])
         flat, tdef = _flat_args(args)
         tape = top_tape(flat)
         if isinstance(tape, ForwardTape):
@@ -326,18 +458,26 @@ class custom_jvp:
         rule = self.rule
 
         def forward(raw: list[Any]) -> tuple[Any, Any]:
-            return self.fun(*tree_unflatten(tdef, raw)), None
+            # the rule once, on tangents watched by a tape of its own: its primal output
+            # is the value (the function does not run again), and what it records of the
+            # tangents is the linear map that the backward pass transposes
+            primals = tuple(tree_unflatten(tdef, raw))
+            lin = Tape(persistent=True)  # (its VJPs may run more than once: a persistent outer tape)
+            with lin:
+                ts = [lin._watch_leaf(z) if z.dtype.kind in "fc" else z
+                      for z in (_zeros(x, ()) for x in raw)]
+                out, tout = rule(primals, tuple(tree_unflatten(tdef, ts)))
+                tflat = _Packing(out).pack(tout)
+            return out, (lin, ts, tflat)
 
         def make_vjp(res: Any, raw: list[Any], packing: _Packing) -> Callable[[Any], list[Any]]:
-            primals = tuple(tree_unflatten(tdef, raw))
+            lin, ts, tflat = res
 
             def vjp(g: Any) -> list[Any]:  # transpose t -> rule(primals, t)[1] at g
-                with Tape() as lin:
-                    ts = [lin._watch_leaf(array_module(value(x)).zeros(np.shape(value(x)), np.result_type(value(x))))
-                          for x in raw]
-                    _, tout = rule(primals, tuple(tree_unflatten(tdef, ts)))
-                    tflat = packing.pack(tout)
-                return lin.gradient(tflat, ts, output_gradients=g)
+                watched = [t for t in ts if type(t) is Traced]
+                got = iter(lin.gradient(tflat, watched, output_gradients=g) if watched else ())
+                batch = tuple(g.shape[: g.ndim - packing.ndim])
+                return [next(got) if type(t) is Traced else _zeros(x, batch) for t, x in zip(ts, raw)]
 
             return vjp
 
@@ -378,7 +518,8 @@ class custom_jvp:
         return tape.watch_with(out, tout)
 
 
-def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
+def checkpoint(fun: Callable[..., Any] | None = None, *, policy: Callable[..., Any] | None = None,
+               prevent_cse: bool = True, static_argnums: int | tuple[int, ...] = ()) -> Any:
     """``fun``, keeping only its inputs for the backward pass and running it
     again there (rematerialisation): less memory, one more forward.
 
@@ -388,12 +529,43 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     functions it closes over, and in tuples, lists and dicts there) are made
     explicit arguments of the checkpointed call, so they get gradients.
 
+    Args:
+        fun: the function (omitted: a decorator with these options).
+        policy: what to keep besides the inputs (``tg.checkpoint_policies``;
+            JAX's policies): the primitive calls it accepts are not computed
+            again in the backward pass, their outputs are kept. With a policy,
+            ``fun`` runs on values of its own level: ``float(x)`` and
+            ``np.asarray(x)`` are refused there (``tg.value(x)`` reads one).
+        prevent_cse: accepted for JAX's signature (nothing here merges
+            the recomputation with the forward pass).
+        static_argnums: arguments passed as they are (Python numbers, flags,
+            functions), never traced.
+
+    ``tg.remat`` is the same function (JAX's other name).
+
     Examples:
         >>> layer = tg.checkpoint(lambda w, x: tnp.tanh(x @ w))
         >>> tg.grad(lambda w: tnp.sum(layer(w, np.ones((2, 3)))))(np.eye(3)).shape
         (3, 3)
     """
+    if fun is None:
+        return functools.partial(checkpoint, policy=policy, prevent_cse=prevent_cse,
+                                 static_argnums=static_argnums)
+    from tapegrad.transforms import checkpoint_policies as policies
+
+    if policy is policies.nothing_saveable:
+        policy = None  # (the default: nothing to log)
+    if policy is not None and not callable(policy):
+        raise TypeError(f"checkpoint: policy must be a function (tg.checkpoint_policies), got {policy!r}")
+    statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     name = f"checkpoint({fun_name(fun)})"
+    if statics:
+        @functools.wraps(fun)
+        def with_statics(*args: Any) -> Any:
+            _, dyn, of_dynamic = _split_static(fun, statics, args, name)
+            return checkpoint(of_dynamic, policy=policy)(*[args[i] for i in dyn])
+
+        return with_statics
     convert = not getattr(fun, "_closure_explicit", False)  # (see _explicit)
 
     @functools.wraps(fun)
@@ -402,7 +574,7 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
 
         cells = _traced_cells(fun) if convert else ()
         if cells:  # closure conversion: the closed-over traced values become arguments
-            return _explicit(fun, cells, name)(*args, *[c.cell_contents for c in cells])
+            return _explicit(fun, cells, name, policy)(*args, *[c.cell_contents for c in cells])
         flat, tdef = _flat_args(args)
         trace = top_tape(flat)
         if trace is not None and trace.abstract:
@@ -414,6 +586,8 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
         def forward(raw: list[Any]) -> tuple[Any, Any]:
             guarded = [_read_only(x) for x in raw]
             try:
+                if policy is not None:  # (the outputs the policy keeps are logged)
+                    return saving_forward(lambda *xs: fun(*tree_unflatten(tdef, list(xs))), guarded, policy)
                 out = fun(*tree_unflatten(tdef, guarded))
             except ValueError as e:
                 if "read-only" in str(e):
@@ -430,6 +604,8 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
                 def again(*xs: Any) -> Any:
                     return packing.pack(fun(*tree_unflatten(tdef, list(xs))))
 
+                if res is not None:  # (a policy's log: its kept outputs are not computed again)
+                    return saving_vjp(again, raw, res, g)
                 _, fn = vjp_(again, *raw)
                 nb = g.ndim - packing.ndim
                 return list(fn.batched(g, g.shape[:nb]) if nb else fn(g))
@@ -442,7 +618,7 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     def remat_b(axes: Any) -> Callable[..., Any]:
         mapped = vmap(fun, axes)
         mapped.__name__ = f"vmap({fun_name(fun)})"
-        return checkpoint(mapped)
+        return checkpoint(mapped, policy=policy)
 
     return remat
 
@@ -472,7 +648,8 @@ def _traced_cells(fun: Any, seen: set[int] | None = None) -> list[Any]:
     return found
 
 
-def _explicit(fun: Callable[..., Any], cells: list[Any], name: str) -> Callable[..., Any]:
+def _explicit(fun: Callable[..., Any], cells: list[Any], name: str,
+              policy: Callable[..., Any] | None = None) -> Callable[..., Any]:
     """``fun`` checkpointed with the contents of closure ``cells`` as extra
     trailing arguments: each call puts the values it is given into the cells
     while ``fun`` runs (the forward one level down, the replay in the
@@ -492,7 +669,7 @@ def _explicit(fun: Callable[..., Any], cells: list[Any], name: str) -> Callable[
 
     explicit.__name__ = explicit.__qualname__ = fun_name(fun)
     explicit._closure_explicit = True  # type: ignore[attr-defined]  # (its cells are its arguments now)
-    return checkpoint(explicit)
+    return checkpoint(explicit, policy=policy)
 
 
 def _read_only(x: Any) -> Any:
