@@ -357,8 +357,8 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
     free_a = [i for i in range(a.ndim) if i not in ax_a]
     free_b = [i for i in range(b.ndim) if i not in ax_b]
     k = math.prod(a.shape[i] for i in ax_a)
-    at = reshape(w.transpose(a, tuple(free_a + ax_a)), (-1, k))
-    bt = reshape(w.transpose(b, tuple(ax_b + free_b)), (k, -1))
+    at = reshape(w.transpose(a, tuple(free_a + ax_a)), (math.prod(a.shape[i] for i in free_a), k))
+    bt = reshape(w.transpose(b, tuple(ax_b + free_b)), (k, math.prod(b.shape[i] for i in free_b)))
     out_shape = tuple(a.shape[i] for i in free_a) + tuple(b.shape[i] for i in free_b)
     return reshape(w.matmul(at, bt), out_shape)
 
@@ -534,10 +534,14 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", **kw:
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None) -> Any:
+    if not _traced(a, fill_value):
+        return np.full_like(a, fill_value, dtype=dtype, order=order, subok=subok, shape=shape)
+    shape = np.shape(a) if shape is None else shape  # (a traced value's own shape and dtype: inside
+    if dtype is None:                               # vmap, one example's; np.full_like(a) calls back here)
+        dtype = a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype
     if not _traced(fill_value):
-        return np.full_like(value(a), fill_value, dtype=dtype, order=order, shape=shape)
-    base = value(a)
-    return full(base.shape if shape is None else shape, fill_value, dtype=dtype or base.dtype)
+        return np.full(shape, fill_value, dtype=dtype, order="C" if order == "K" else order)
+    return full(shape, fill_value, dtype=dtype)
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:

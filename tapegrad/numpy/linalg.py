@@ -30,8 +30,9 @@ set to zero instead of inf, so that functions of the eigenvalues (singular
 values) alone, whose eigenvector cotangent is zero, get their exact, finite
 gradient rather than ``0 * inf = nan``. Symmetric inputs of ``eigh`` and ``cholesky`` get symmetric
 (Hermitian) gradients, as in JAX. ``det``'s gradient is the transposed
-adjugate computed from an SVD, finite at singular matrices (its second
-derivative uses the inverse and is not). See docs/numerics.md.
+adjugate computed from an SVD, finite at singular matrices; so is its second
+derivative (the inverse's formula where the matrix is known and well
+conditioned, an SVD formula elsewhere). See docs/numerics.md.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ import numpy as np
 from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, move_to_front
 from tapegrad.core.primitive import defvjp, primitive
-from tapegrad.core.traced import Traced, value
+from tapegrad.core.traced import Traced, concrete, value
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
 
@@ -252,11 +253,52 @@ adjugate_p = primitive(_adjugate, "adjugate", batched=True)
 
 
 def _vjp_adjugate(ans: Any, a: Any) -> Any:
+    if not _well_conditioned(a):  # singular (or nearly), or not known now (vmap, jit)
+        return lambda g: _adjugate_vjp_svd(a, g)
+
     # d adj = adj tr(A^-1 dA) - A^-1 dA adj (holomorphic; needs A invertible)
     def vjp(g: Any) -> Any:
         ainv_t = _T(inv_p(a))
         return w.sum(g * ans, axis=(-2, -1), keepdims=True) * ainv_t - _mm(ainv_t, _mm(g, _T(ans)))
     return vjp
+
+
+def _well_conditioned(a: Any) -> bool:
+    """Is ``a`` known now and far enough from singular for the inverse-based rule?"""
+    v = concrete(a)
+    if v is None or v.shape[-1] == 0:
+        return False
+    with np.errstate(all="ignore"):
+        cond = np.linalg.cond(v)
+    return bool(np.all(cond < 1.0 / np.sqrt(np.finfo(v.dtype).eps)))
+
+
+def _leave_two_out(s: Any) -> Any:
+    """``P[..., i, j] = prod_{k != i, j} s_k`` for ``i != j``, 0 on the diagonal:
+    exclusive products from both ends and between, no division (exact at zeros)."""
+    n = s.shape[-1]
+    one = np.ones(s.shape[:-1] + (1,), dtype=value(s).dtype)
+    left = w.cumprod(d.concatenate([one, s[..., : n - 1]], axis=-1), axis=-1)  # prod_{k<i}
+    right = w.flip(w.cumprod(d.concatenate([one, w.flip(s, -1)[..., : n - 1]], axis=-1), axis=-1), -1)
+    upper = np.triu(np.ones((n, n), dtype=bool), 1)  # k > i
+    between = w.cumprod(w.where3(upper, s[..., None, :], 1.0), axis=-1)  # prod_{i<k<=j}
+    between = d.concatenate([np.ones(s.shape[:-1] + (n, 1), dtype=one.dtype), between[..., :, : n - 1]], axis=-1)
+    p = left[..., :, None] * between * right[..., None, :]  # right for i < j
+    return w.where3(upper, p, 0.0) + w.where3(upper.T, _T(p), 0.0)
+
+
+def _adjugate_vjp_svd(a: Any, g: Any) -> Any:
+    """The VJP of ``adj`` at any ``a``, singular included, from ``a = U S V^H``:
+    ``d adj(A)[E] = c V X U^H`` with ``c = det(U) det(V^H)``, ``E' = U^H E V`` and
+    ``X = diag(P diag(E')) - P o E'`` (``P`` of ``_leave_two_out(S)``), transposed."""
+    u, s, vh = svd(a)
+    v = _H(vh)
+    c = (det_p(u) * det_p(vh))[..., None, None]
+    p = _leave_two_out(s)
+    gp = _mm(_mm(_T(v), g), _conj(u))
+    gd = w.diagonal(gp, 0, -2, -1)
+    hp = c * (_embed_diag(_mm(p, gd[..., None])[..., 0]) - p * gp)
+    return _mm(_mm(_conj(u), hp), _T(v))
 
 
 defvjp(adjugate_p, _vjp_adjugate)
