@@ -12,6 +12,8 @@ import pytest
 import tapegrad as tg
 import tapegrad.numpy as tnp
 
+pytestmark = pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+
 
 # --- size-0 axes ------------------------------------------------------------------------------
 @pytest.mark.parametrize("sa,sb", [((1, 2, 0), (0, 0)), ((3, 0, 2), (2, 4)), ((0, 2), (2, 3)),
@@ -173,3 +175,42 @@ def test_hessian_of_det_at_invertible_matrices_still_differentiates_again():
     a = np.array([[2.0, 1.0], [0.5, 3.0]])
     third = tg.jacfwd(tg.hessian(tnp.linalg.det))(a)
     np.testing.assert_allclose(third, np.zeros((2, 2) * 3), atol=1e-12)
+
+
+# --- numpy.matrix arguments --------------------------------------------------------------------
+M = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+
+MATRIX_CALLS = {
+    "grad": lambda: tg.grad(lambda x: tnp.sum(x * x))(M),
+    "value_and_grad": lambda: tg.value_and_grad(lambda x: tnp.sum(x * x))(M),
+    "vjp": lambda: tg.vjp(lambda x: x * x, M),
+    "jvp": lambda: tg.jvp(lambda x: x * x, (M,), (M,)),
+    "jacfwd": lambda: tg.jacfwd(lambda x: x * x)(M),
+    "jacrev": lambda: tg.jacrev(lambda x: x * x)(M),
+    "hessian": lambda: tg.hessian(lambda x: tnp.sum(x * x))(M),
+    "hvp": lambda: tg.hvp(lambda x: tnp.sum(x * x), (M,), (M,)),
+    "vmap": lambda: tg.vmap(lambda x: x * x)(M),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MATRIX_CALLS))
+def test_matrix_arguments_are_refused_with_the_conversion(name):
+    with pytest.raises(TypeError, match=r"numpy\.matrix.*np\.asarray\(m\)"):
+        MATRIX_CALLS[name]()
+
+
+def test_jit_of_a_matrix_runs_the_function_as_numpy_does():
+    got = tg.jit(lambda x: x * x)(M)
+    assert type(got) is np.matrix
+    np.testing.assert_array_equal(got, M * M)  # the matrix product, as NumPy computes it
+
+
+def test_matrix_tangents_and_cotangents_are_read_as_arrays():
+    a = np.asarray(M)
+    _, vjp_fn = tg.vjp(lambda x: x * x, a)
+    (g,) = vjp_fn(M)
+    assert type(g) is np.ndarray
+    np.testing.assert_array_equal(g, 2 * a * a)
+    _, t = tg.jvp(lambda x: x * x, (a,), (M,))
+    assert type(t) is np.ndarray
+    np.testing.assert_array_equal(t, 2 * a * a)
