@@ -11,6 +11,7 @@ tape's ``record``, the one place that builds entries (see
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Sequence
 from types import FunctionType
 from typing import Any
@@ -122,6 +123,8 @@ def primitive(fun: Callable[..., Any], name: str | None = None, *, batched: bool
                             ans = prim.fun(x, **kwargs) if kwargs else prim.fun(x)
                         except ValueError as e:  # (NumPy refused the shapes: say which op and where)
                             raise op_error(prim.name, args, e)  # noqa: B904 (op_error sets the cause)
+                        except TypeError as e:
+                            raise named(prim, kwargs, e)  # noqa: B904
                         return tape.record(prim, ans, args, (x,), kwargs, _UNARY)
                     if not tape.abstract:  # a tape no longer recording: its values are constants
                         return prim.fun(x, **kwargs) if kwargs else prim.fun(x)
@@ -129,6 +132,8 @@ def primitive(fun: Callable[..., Any], name: str | None = None, *, batched: bool
                     return _apply1(prim, a, kwargs) if tape.active else _apply(prim, args, kwargs)
                 except ValueError as e:  # (worded below: the traceback restarts here)
                     raise reraised(e)  # noqa: B904
+                except TypeError as e:
+                    raise named(prim, kwargs, e)  # noqa: B904
             # plain arrays (a rule's work in a backward pass): no ``**{}`` (it costs 60 ns)
             try:  # (free until it raises: Python's exceptions cost nothing when none is raised)
                 return fun(a, **kwargs) if kwargs else fun(a)
@@ -146,11 +151,15 @@ def primitive(fun: Callable[..., Any], name: str | None = None, *, batched: bool
                                 ans = prim.fun(x, y, **kwargs) if kwargs else prim.fun(x, y)
                             except ValueError as e:
                                 raise op_error(prim.name, args, e)  # noqa: B904
+                            except TypeError as e:
+                                raise named(prim, kwargs, e)  # noqa: B904
                             return tape.record(prim, ans, args, (x, y), kwargs, _BOTH)
                     try:
                         return _apply2(prim, a, b, kwargs)
                     except ValueError as e:  # (worded below: the traceback restarts here)
                         raise reraised(e)  # noqa: B904
+                    except TypeError as e:
+                        raise named(prim, kwargs, e)  # noqa: B904
                 try:  # (b may be a list holding traced values)
                     return _apply2(prim, a, b, kwargs)
                 except TypeError as e:
@@ -188,7 +197,7 @@ def _listed(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any], err:
     so the plain path pays nothing for it."""
     array = NUMPY_DISPATCH.get(np.array)  # (tapegrad.numpy's array, once it is imported)
     if array is None:
-        raise err
+        raise named(prim, kwargs, err)
 
     def level(a: Any) -> int:  # the highest tape level of the traced values in a list
         if type(a) is Traced:
@@ -201,10 +210,30 @@ def _listed(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any], err:
     listed = max((level(a) for a in vals if isinstance(a, (list, tuple))), default=-1)
     # a nested call (a level below the list's values): the outer level converts the list
     if listed < 0 or listed < max((level(a) for a in vals if type(a) is Traced), default=-1):
-        raise err
+        raise named(prim, kwargs, err)
     new = tuple(array(a) if isinstance(a, (list, tuple)) and level(a) >= 0 else a for a in args)
     newkw = {k: array(a) if isinstance(a, (list, tuple)) and level(a) >= 0 else a for k, a in kwargs.items()}
     return prim.wrapped(*new, **newkw)
+
+
+# the TypeError Python (or NumPy) raises for arguments a function does not take
+_BAD_CALL = re.compile(r"([\w.]+)\(\) (?:got an unexpected keyword argument '(\w+)'|got multiple values "
+                       r"for argument|missing \d+ required|takes (?:from )?\d+|takes no keyword)")
+
+
+def named(prim: Primitive, kwargs: dict[str, Any], err: TypeError) -> TypeError:
+    """``err``, raised by calling the primitive with arguments it does not take,
+    worded with the primitive's name (``sum() got an unexpected keyword
+    argument 'axiss'``, not ``reduce()``, the NumPy function it calls, nor
+    ``_sum()``, the function it wraps). Any other ``err`` is left as it is."""
+    msg = err.args[0] if len(err.args) == 1 and isinstance(err.args[0], str) else ""
+    m = _BAD_CALL.match(msg)
+    if m is not None and m.group(1) != prim.name:
+        fun = prim.fun
+        own = m.group(1) in (getattr(fun, "__name__", None), getattr(fun, "__qualname__", None))
+        if own or m.group(2) in kwargs:  # (its own binding, or a keyword it passed on)
+            err.args = (prim.name + msg[m.end(1):],)
+    return err
 
 
 def _holds(a: Any) -> bool:

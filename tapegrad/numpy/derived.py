@@ -33,6 +33,16 @@ def _arr(a: Any) -> Any:
     return array(a) if _holds_traced(a) else np.asarray(a)
 
 
+def known_keywords(name: str, kw: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    """Raise NumPy's ``TypeError`` (naming ``name``) for a keyword of ``kw``
+    that NumPy's function ``name`` does not take: the traced path of a
+    function that takes NumPy's rarer keywords as ``**kw`` must not drop a
+    misspelt one silently."""
+    for k in kw:
+        if k not in allowed:
+            raise TypeError(f"{name}() got an unexpected keyword argument '{k}'")
+
+
 def _listed(a: Any) -> Any:
     """A list or tuple that holds traced values, as one traced array (NumPy's array_like)."""
     return array(a) if type(a) is not Traced and _holds_traced(a) else a
@@ -45,6 +55,7 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims:
     a = _listed(a)
     if not _traced(a):
         return np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+    known_keywords("mean", kw, ())
     if dtype is not None and np.dtype(dtype).kind in "fc":  # cast first (no entry when it is a's dtype)
         a = astype(a, dtype, copy=False)
         dtype = None
@@ -58,6 +69,7 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: floa
     a = _listed(a)
     if not _traced(a):
         return np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kw)
+    known_keywords("var", kw, ())
     d = a - mean(a, axis=axis, dtype=dtype, keepdims=True)
     sq = w.real(d * w.conjugate(d)) if np.iscomplexobj(value(a)) else d * d
     return w.sum(sq, axis=axis, keepdims=keepdims) / builtins.max(_count(a.shape, axis) - ddof, 0)
@@ -67,6 +79,7 @@ def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: floa
     a = _listed(a)
     if not _traced(a):
         return np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kw)
+    known_keywords("std", kw, ())
     v = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
     # sqrt's slope is infinite at 0, where var's is 0: their product would be NaN.
     # Where the spread is 0 (a constant, or one element along the axis) the
@@ -182,6 +195,7 @@ def concatenate(arrays: Sequence[Any], axis: Any = 0, out: Any = None, **kw: Any
     arrays = list(arrays)
     if not _traced(*arrays):
         return np.concatenate(arrays, axis=axis, **kw)
+    known_keywords("concatenate", kw, ("dtype", "casting"))
     if axis is None:
         arrays, axis = [ravel(a) for a in arrays], 0
     arrays = [_arr(a) for a in arrays]
@@ -192,6 +206,7 @@ def stack(arrays: Sequence[Any], axis: int = 0, out: Any = None, **kw: Any) -> A
     arrays = list(arrays)
     if not _traced(*arrays):
         return np.stack(arrays, axis=axis, **kw)
+    known_keywords("stack", kw, ("dtype", "casting"))
     if not arrays:
         raise ValueError("need at least one array to stack")
     arrays = [_arr(a) for a in arrays]
@@ -200,11 +215,13 @@ def stack(arrays: Sequence[Any], axis: int = 0, out: Any = None, **kw: Any) -> A
 
 
 def hstack(tup: Sequence[Any], **kw: Any) -> Any:
+    known_keywords("hstack", kw, ("dtype", "casting"))
     arrs = [atleast_1d(a) for a in tup]
     return concatenate(arrs, axis=0 if arrs and arrs[0].ndim == 1 else 1, **kw)
 
 
 def vstack(tup: Sequence[Any], **kw: Any) -> Any:
+    known_keywords("vstack", kw, ("dtype", "casting"))
     return concatenate([atleast_2d(a) for a in tup], axis=0, **kw)
 
 
@@ -494,6 +511,8 @@ def _holds_traced(obj: Any) -> bool:
 
 
 def array(obj: Any, dtype: Any = None, *args: Any, **kw: Any) -> Any:
+    if type(obj) is Traced or _holds_traced(obj):
+        known_keywords("array", kw, ("copy", "order", "subok", "ndmin", "like"))
     if type(obj) is Traced:
         out = w.copy(obj)
     elif _holds_traced(obj):
@@ -506,6 +525,8 @@ def array(obj: Any, dtype: Any = None, *args: Any, **kw: Any) -> Any:
 
 
 def asarray(a: Any, dtype: Any = None, *args: Any, **kw: Any) -> Any:
+    if type(a) is Traced or _holds_traced(a):
+        known_keywords("asarray", kw, ("order", "device", "copy", "like"))
     if type(a) is Traced:
         return a if dtype is None or np.dtype(dtype) == a.dtype else astype(a, dtype)
     if _holds_traced(a):
