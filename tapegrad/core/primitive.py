@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad._where import op_error, reraised
-from tapegrad.core.traced import NUMPY_DISPATCH, Traced, value
+from tapegrad.core.traced import NUMPY_DISPATCH, Traced, overrides_ufuncs, value
 
 VjpMaker = Callable[..., Callable[[Any], Any]]
 
@@ -317,8 +317,13 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
     return tape.record(prim, ans, (a, b), (x, y), kwargs, _BOTH if ta and tb else (_FIRST if ta else _SECOND))
 
 
-def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Callable[[Any, Any], Any]:
+def binary_method(prim_fn: Callable[..., Any], reflected: bool = False,
+                  ufunc: Any = None) -> Callable[[Any, Any], Any]:
     """A traced value's operator method for a binary primitive (``__mul__``...).
+
+    ``ufunc`` is NumPy's ufunc of the operator (``np.multiply``): what the
+    operator calls for an operand that overrides NumPy's ufuncs, as
+    ``ndarray``'s operators do (see ``deferred``).
 
     The hot case, a value of one tape and a constant (``x * 1.0001``), goes
     straight to the tape's ``record``; everything else through ``_apply2``.
@@ -335,7 +340,7 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
         x = self._value
         if type(other) is not Traced and type(x) is not Traced:
             if type(other) is not float and type(other) is not np.ndarray and type(other) is not int and defers_to(other):
-                return NotImplemented
+                return deferred(self, other, ufunc, reflected)
             tape = self._level
             if tape.active:
                 try:
@@ -358,7 +363,7 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
                 return prim.fun(other, x) if reflected else prim.fun(x, other)
         elif (type(other) is not Traced and type(other) is not float and type(other) is not np.ndarray
                 and type(other) is not int and defers_to(other)):  # (as above: these never defer)
-            return NotImplemented
+            return deferred(self, other, ufunc, reflected)
         try:
             if reflected:
                 return _apply2(prim, other, self, _NO_KWARGS)
@@ -369,23 +374,27 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
     return method
 
 
-_ARRAY_UFUNC = np.ndarray.__array_ufunc__
-_PLAIN = (int, float, complex, bool, np.generic, np.ndarray, list, tuple)
-
-
 def defers_to(other: Any) -> bool:
-    """Does a traced value's binary operator leave ``other`` to its own
-    reflected operator (return NotImplemented), as ``ndarray``'s do? Yes for
-    an object that opts out of ufuncs (``__array_ufunc__ = None``) or
-    overrides them with its own ``__array_ufunc__`` (xarray, pint, ...):
-    it knows how to combine itself with an array; a traced value does not
-    know it. Not for numbers, NumPy's arrays and scalars, or CuPy's arrays."""
-    if isinstance(other, _PLAIN):
-        return False
-    ufunc = getattr(type(other), "__array_ufunc__", _ARRAY_UFUNC)
-    if ufunc is None:
+    """Does a traced value's binary operator leave ``other`` to it (see
+    ``deferred``), as ``ndarray``'s do? Yes for an object that opts out of
+    ufuncs (``__array_ufunc__ = None``) or overrides them with its own
+    ``__array_ufunc__`` (xarray, pint, ...): it knows how to combine itself
+    with an array; a traced value does not know it. Not for numbers, NumPy's
+    arrays and scalars, or CuPy's arrays."""
+    if type(other) is not Traced and getattr(type(other), "__array_ufunc__", False) is None:
         return True
-    return ufunc is not _ARRAY_UFUNC and not type(other).__module__.startswith("cupy")
+    return overrides_ufuncs(other)
+
+
+def deferred(self: Traced, other: Any, ufunc: Any, reflected: bool) -> Any:
+    """What a traced value's binary operator returns for an ``other`` it defers
+    to, as ``ndarray``'s operators do (NumPy's NEP 13): NotImplemented for
+    one that opts out of ufuncs (Python then calls its reflected operator);
+    for one with its own ``__array_ufunc__``, the ufunc (NumPy then calls
+    that override: the traced value's own yields to it)."""
+    if ufunc is None or getattr(type(other), "__array_ufunc__", None) is None:
+        return NotImplemented
+    return ufunc(other, self) if reflected else ufunc(self, other)
 
 
 _SCALAR_RULES_MAX = 64  # scalars remembered per operator (a loop uses a few)
