@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.core.primitive import _apply1, binary_method, deferred, defers_to
+from tapegrad.core.primitive import _apply1, binary_method, deferred, defers_to, nondifferentiable
 from tapegrad.core.traced import Traced
+from tapegrad.numpy import array_api
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.wrap import Index
@@ -67,6 +68,25 @@ def _deferring(f: Any, ufunc: Any, reflected: bool = False) -> Any:
     return op
 
 
+def _array_namespace(self: Traced, /, *, api_version: str | None = None) -> Any:
+    """The array API namespace of traced values: ``tapegrad.numpy.array_api``."""
+    return array_api.namespace(api_version)
+
+
+def _device(self: Traced) -> Any:
+    """The device of the array inside (``"cpu"`` for NumPy's; CuPy's own)."""
+    x = self
+    while type(x) is Traced:
+        x = x._value
+    return getattr(x, "device", "cpu") if hasattr(x, "__array_namespace__") else "cpu"
+
+
+def _to_device(self: Traced, device: Any, /, *, stream: Any = None) -> Traced:
+    if device is not None and device != self.device:
+        raise ValueError(f"tapegrad: to_device({device!r}): traced values stay on their device ({self.device!r})")
+    return self
+
+
 def install() -> None:
     T = Traced
     T.__add__, T.__radd__ = _binary(w.add, np.add)
@@ -89,6 +109,13 @@ def install() -> None:
         f = w.nondiff[name]
         setattr(T, f"__{op}__", _deferring(f, getattr(np, name)))
         setattr(T, f"__r{op}__", _deferring(f, getattr(np, name), reflected=True))
+    for op, ufunc in [("lshift", np.left_shift), ("rshift", np.right_shift)]:
+        f = nondifferentiable(ufunc)
+        setattr(T, f"__{op}__", _deferring(f, ufunc))
+        setattr(T, f"__r{op}__", _deferring(f, ufunc, reflected=True))
+    T.__array_namespace__ = _array_namespace
+    T.device = property(_device)
+    T.to_device = _to_device
     T.__getitem__ = _getitem
     T.__setitem__ = _setitem
 
