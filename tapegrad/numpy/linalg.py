@@ -277,6 +277,8 @@ def _leave_two_out(s: Any) -> Any:
     """``P[..., i, j] = prod_{k != i, j} s_k`` for ``i != j``, 0 on the diagonal:
     exclusive products from both ends and between, no division (exact at zeros)."""
     n = s.shape[-1]
+    if n == 0:
+        return np.zeros(s.shape + (0,), dtype=value(s).dtype)
     one = np.ones(s.shape[:-1] + (1,), dtype=value(s).dtype)
     left = w.cumprod(d.concatenate([one, s[..., : n - 1]], axis=-1), axis=-1)  # prod_{k<i}
     right = w.flip(w.cumprod(d.concatenate([one, w.flip(s, -1)[..., : n - 1]], axis=-1), axis=-1), -1)

@@ -174,6 +174,8 @@ def _prod_of_others(x: Any, axis: Any) -> Any:
     shape = x.shape
     axes = normalize_axes(axis, len(shape))
     rest = tuple(i for i in range(len(shape)) if i not in axes)
+    if math.prod(shape[i] for i in axes) == 0:  # (nothing reduced: x is empty, and so is this)
+        return np.zeros(shape, dtype=value(x).dtype)
     perm = rest + axes
     xt = reshape_c(transpose(x, perm), tuple(shape[i] for i in rest) + (math.prod(shape[i] for i in axes),))
     ones = np.ones(xt.shape[:-1] + (1,), dtype=value(x).dtype)
