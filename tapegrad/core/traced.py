@@ -115,10 +115,12 @@ class Traced:
 
     # --- NumPy protocols: plain `np.*` calls dispatch to tapegrad ------------
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        if len(inputs) > 1 or kwargs:  # another operand's own override goes first (NumPy's protocol)
-            for x in (*inputs, *(kwargs.get("out", None) or ())):
+        if len(inputs) > 1:  # another operand's own override goes first (NumPy's protocol)
+            for x in inputs:
                 if type(x) not in _PLAIN_TYPES and overrides_ufuncs(x):
                     return NotImplemented
+        if kwargs and any(overrides_ufuncs(x) for x in kwargs.get("out", None) or ()):
+            return NotImplemented
         if method == "__call__" and not kwargs:  # the common case: ``A @ x``, ``np.sin(x)``
             fn = NUMPY_DISPATCH.get(ufunc)
             if fn is not None:
