@@ -354,6 +354,8 @@ EAGER = ("eager",)  # the signature of a leaf jit does not compile for
 def _leaf_signature(x: Any) -> Hashable:
     """What the cache key holds of an argument leaf (None: not an array nor a number)."""
     if hasattr(x, "shape") and hasattr(x, "dtype"):  # (NumPy scalars and 0-d arrays alike)
+        if isinstance(x, np.matrix):  # (its * is a matrix product: f runs as written, on NumPy)
+            return EAGER
         kind = np.ndarray if isinstance(x, (np.ndarray, np.generic)) else type(x)
         try:
             dtype = np.dtype(x.dtype).str

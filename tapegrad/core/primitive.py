@@ -11,6 +11,7 @@ tape's ``record``, the one place that builds entries (see
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Sequence
 from types import FunctionType
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tapegrad._where import op_error, reraised
-from tapegrad.core.traced import NUMPY_DISPATCH, Traced, value
+from tapegrad.core.traced import NUMPY_DISPATCH, Traced, overrides_ufuncs, value
 
 VjpMaker = Callable[..., Callable[[Any], Any]]
 
@@ -122,6 +123,8 @@ def primitive(fun: Callable[..., Any], name: str | None = None, *, batched: bool
                             ans = prim.fun(x, **kwargs) if kwargs else prim.fun(x)
                         except ValueError as e:  # (NumPy refused the shapes: say which op and where)
                             raise op_error(prim.name, args, e)  # noqa: B904 (op_error sets the cause)
+                        except TypeError as e:
+                            raise named(prim, kwargs, e)  # noqa: B904
                         return tape.record(prim, ans, args, (x,), kwargs, _UNARY)
                     if not tape.abstract:  # a tape no longer recording: its values are constants
                         return prim.fun(x, **kwargs) if kwargs else prim.fun(x)
@@ -129,6 +132,8 @@ def primitive(fun: Callable[..., Any], name: str | None = None, *, batched: bool
                     return _apply1(prim, a, kwargs) if tape.active else _apply(prim, args, kwargs)
                 except ValueError as e:  # (worded below: the traceback restarts here)
                     raise reraised(e)  # noqa: B904
+                except TypeError as e:
+                    raise named(prim, kwargs, e)  # noqa: B904
             # plain arrays (a rule's work in a backward pass): no ``**{}`` (it costs 60 ns)
             try:  # (free until it raises: Python's exceptions cost nothing when none is raised)
                 return fun(a, **kwargs) if kwargs else fun(a)
@@ -146,11 +151,15 @@ def primitive(fun: Callable[..., Any], name: str | None = None, *, batched: bool
                                 ans = prim.fun(x, y, **kwargs) if kwargs else prim.fun(x, y)
                             except ValueError as e:
                                 raise op_error(prim.name, args, e)  # noqa: B904
+                            except TypeError as e:
+                                raise named(prim, kwargs, e)  # noqa: B904
                             return tape.record(prim, ans, args, (x, y), kwargs, _BOTH)
                     try:
                         return _apply2(prim, a, b, kwargs)
                     except ValueError as e:  # (worded below: the traceback restarts here)
                         raise reraised(e)  # noqa: B904
+                    except TypeError as e:
+                        raise named(prim, kwargs, e)  # noqa: B904
                 try:  # (b may be a list holding traced values)
                     return _apply2(prim, a, b, kwargs)
                 except TypeError as e:
@@ -195,7 +204,7 @@ def _listed(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any], err:
             raise e from err
     array = NUMPY_DISPATCH.get(np.array)  # (tapegrad.numpy's array, once it is imported)
     if array is None:
-        raise err
+        raise named(prim, kwargs, err)
 
     def level(a: Any) -> int:  # the highest tape level of the traced values in a list
         if type(a) is Traced:
@@ -208,10 +217,30 @@ def _listed(prim: Primitive, args: tuple[Any, ...], kwargs: dict[str, Any], err:
     listed = max((level(a) for a in vals if isinstance(a, (list, tuple))), default=-1)
     # a nested call (a level below the list's values): the outer level converts the list
     if listed < 0 or listed < max((level(a) for a in vals if type(a) is Traced), default=-1):
-        raise err
+        raise named(prim, kwargs, err)
     new = tuple(array(a) if isinstance(a, (list, tuple)) and level(a) >= 0 else a for a in args)
     newkw = {k: array(a) if isinstance(a, (list, tuple)) and level(a) >= 0 else a for k, a in kwargs.items()}
     return prim.wrapped(*new, **newkw)
+
+
+# the TypeError Python (or NumPy) raises for arguments a function does not take
+_BAD_CALL = re.compile(r"([\w.]+)\(\) (?:got an unexpected keyword argument '(\w+)'|got multiple values "
+                       r"for argument|missing \d+ required|takes (?:from )?\d+|takes no keyword)")
+
+
+def named(prim: Primitive, kwargs: dict[str, Any], err: TypeError) -> TypeError:
+    """``err``, raised by calling the primitive with arguments it does not take,
+    worded with the primitive's name (``sum() got an unexpected keyword
+    argument 'axiss'``, not ``reduce()``, the NumPy function it calls, nor
+    ``_sum()``, the function it wraps). Any other ``err`` is left as it is."""
+    msg = err.args[0] if len(err.args) == 1 and isinstance(err.args[0], str) else ""
+    m = _BAD_CALL.match(msg)
+    if m is not None and m.group(1) != prim.name:
+        fun = prim.fun
+        own = m.group(1) in (getattr(fun, "__name__", None), getattr(fun, "__qualname__", None))
+        if own or m.group(2) in kwargs:  # (its own binding, or a keyword it passed on)
+            err.args = (prim.name + msg[m.end(1):],)
+    return err
 
 
 def _holds(a: Any) -> bool:
@@ -295,8 +324,13 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
     return tape.record(prim, ans, (a, b), (x, y), kwargs, _BOTH if ta and tb else (_FIRST if ta else _SECOND))
 
 
-def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Callable[[Any, Any], Any]:
+def binary_method(prim_fn: Callable[..., Any], reflected: bool = False,
+                  ufunc: Any = None) -> Callable[[Any, Any], Any]:
     """A traced value's operator method for a binary primitive (``__mul__``...).
+
+    ``ufunc`` is NumPy's ufunc of the operator (``np.multiply``): what the
+    operator calls for an operand that overrides NumPy's ufuncs, as
+    ``ndarray``'s operators do (see ``deferred``).
 
     The hot case, a value of one tape and a constant (``x * 1.0001``), goes
     straight to the tape's ``record``; everything else through ``_apply2``.
@@ -313,7 +347,7 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
         x = self._value
         if type(other) is not Traced and type(x) is not Traced:
             if type(other) is not float and type(other) is not np.ndarray and type(other) is not int and defers_to(other):
-                return NotImplemented
+                return deferred(self, other, ufunc, reflected)
             tape = self._level
             if tape.active:
                 try:
@@ -338,7 +372,7 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
                 return prim.fun(other, x) if reflected else prim.fun(x, other)
         elif (type(other) is not Traced and type(other) is not float and type(other) is not np.ndarray
                 and type(other) is not int and defers_to(other)):  # (as above: these never defer)
-            return NotImplemented
+            return deferred(self, other, ufunc, reflected)
         try:
             if reflected:
                 return _apply2(prim, other, self, _NO_KWARGS)
@@ -349,23 +383,27 @@ def binary_method(prim_fn: Callable[..., Any], reflected: bool = False) -> Calla
     return method
 
 
-_ARRAY_UFUNC = np.ndarray.__array_ufunc__
-_PLAIN = (int, float, complex, bool, np.generic, np.ndarray, list, tuple)
-
-
 def defers_to(other: Any) -> bool:
-    """Does a traced value's binary operator leave ``other`` to its own
-    reflected operator (return NotImplemented), as ``ndarray``'s do? Yes for
-    an object that opts out of ufuncs (``__array_ufunc__ = None``) or
-    overrides them with its own ``__array_ufunc__`` (xarray, pint, ...):
-    it knows how to combine itself with an array; a traced value does not
-    know it. Not for numbers, NumPy's arrays and scalars, or CuPy's arrays."""
-    if isinstance(other, _PLAIN):
-        return False
-    ufunc = getattr(type(other), "__array_ufunc__", _ARRAY_UFUNC)
-    if ufunc is None:
+    """Does a traced value's binary operator leave ``other`` to it (see
+    ``deferred``), as ``ndarray``'s do? Yes for an object that opts out of
+    ufuncs (``__array_ufunc__ = None``) or overrides them with its own
+    ``__array_ufunc__`` (xarray, pint, ...): it knows how to combine itself
+    with an array; a traced value does not know it. Not for numbers, NumPy's
+    arrays and scalars, or CuPy's arrays."""
+    if type(other) is not Traced and getattr(type(other), "__array_ufunc__", False) is None:
         return True
-    return ufunc is not _ARRAY_UFUNC and not type(other).__module__.startswith("cupy")
+    return overrides_ufuncs(other)
+
+
+def deferred(self: Traced, other: Any, ufunc: Any, reflected: bool) -> Any:
+    """What a traced value's binary operator returns for an ``other`` it defers
+    to, as ``ndarray``'s operators do (NumPy's NEP 13): NotImplemented for
+    one that opts out of ufuncs (Python then calls its reflected operator);
+    for one with its own ``__array_ufunc__``, the ufunc (NumPy then calls
+    that override: the traced value's own yields to it)."""
+    if ufunc is None or getattr(type(other), "__array_ufunc__", None) is None:
+        return NotImplemented
+    return ufunc(other, self) if reflected else ufunc(self, other)
 
 
 _SCALAR_RULES_MAX = 64  # scalars remembered per operator (a loop uses a few)

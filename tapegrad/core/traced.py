@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from tapegrad.core.level import ARRAY
 
 # NumPy function or ufunc -> the tapegrad function that differentiates it.
@@ -113,6 +115,12 @@ class Traced:
 
     # --- NumPy protocols: plain `np.*` calls dispatch to tapegrad ------------
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if len(inputs) > 1:  # another operand's own override goes first (NumPy's protocol)
+            for x in inputs:
+                if type(x) not in _PLAIN_TYPES and overrides_ufuncs(x):
+                    return NotImplemented
+        if kwargs and any(overrides_ufuncs(x) for x in kwargs.get("out", None) or ()):
+            return NotImplemented
         if method == "__call__" and not kwargs:  # the common case: ``A @ x``, ``np.sin(x)``
             fn = NUMPY_DISPATCH.get(ufunc)
             if fn is not None:
@@ -139,6 +147,25 @@ class Traced:
                 f"tapegrad: {mod}.{func.__name__} has no differentiation rule"
             )
         return fn(*args, **kwargs)
+
+
+_ARRAY_UFUNC = np.ndarray.__array_ufunc__
+_PLAIN_TYPES = frozenset({Traced, np.ndarray, float, int, complex, bool, np.float64, np.float32})
+_PLAIN = (int, float, complex, bool, np.generic, np.ndarray, list, tuple)
+
+
+def overrides_ufuncs(x: Any) -> bool:
+    """Does ``x`` override NumPy's ufuncs with an ``__array_ufunc__`` of its
+    own (xarray, pint, a wrapper class)? A traced value leaves such an
+    operand's ufuncs to it, as ``ndarray`` does: its ``__array_ufunc__``
+    returns NotImplemented, and its operators call the ufunc (NumPy then
+    calls the override). Not for numbers, lists, NumPy's arrays and scalars,
+    traced values, CuPy's arrays, nor an object that opts out of ufuncs
+    (``__array_ufunc__ = None``: NumPy refuses it before any override runs)."""
+    if isinstance(x, _PLAIN) or type(x) is Traced:
+        return False
+    own = getattr(type(x), "__array_ufunc__", None)
+    return own is not None and own is not _ARRAY_UFUNC and not type(x).__module__.startswith("cupy")
 
 
 def value(x: Any) -> Any:

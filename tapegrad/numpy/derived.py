@@ -34,6 +34,16 @@ def _arr(a: Any) -> Any:
     return array(a) if _holds_traced(a) else np.asarray(a)
 
 
+def known_keywords(name: str, kw: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    """Raise NumPy's ``TypeError`` (naming ``name``) for a keyword of ``kw``
+    that NumPy's function ``name`` does not take: the traced path of a
+    function that takes NumPy's rarer keywords as ``**kw`` must not drop a
+    misspelt one silently."""
+    for k in kw:
+        if k not in allowed:
+            raise TypeError(f"{name}() got an unexpected keyword argument '{k}'")
+
+
 def _listed(a: Any) -> Any:
     """A list or tuple that holds traced values, as one traced array (NumPy's array_like)."""
     return array(a) if type(a) is not Traced and _holds_traced(a) else a
@@ -46,6 +56,7 @@ def mean(a: ArrayLike, axis: Any = None, dtype: Any = None, out: Any = None, kee
     a = _listed(a)
     if not _traced(a):
         return np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+    known_keywords("mean", kw, ())
     if dtype is not None and np.dtype(dtype).kind in "fc":  # cast first (no entry when it is a's dtype)
         a = astype(a, dtype, copy=False)
         dtype = None
@@ -59,6 +70,7 @@ def var(a: ArrayLike, axis: Any = None, dtype: Any = None, out: Any = None, ddof
     a = _listed(a)
     if not _traced(a):
         return np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kw)
+    known_keywords("var", kw, ())
     d = a - mean(a, axis=axis, dtype=dtype, keepdims=True)
     sq = w.real(d * w.conjugate(d)) if np.iscomplexobj(value(a)) else d * d
     return w.sum(sq, axis=axis, keepdims=keepdims) / builtins.max(_count(a.shape, axis) - ddof, 0)
@@ -68,6 +80,7 @@ def std(a: ArrayLike, axis: Any = None, dtype: Any = None, out: Any = None, ddof
     a = _listed(a)
     if not _traced(a):
         return np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kw)
+    known_keywords("std", kw, ())
     v = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
     # sqrt's slope is infinite at 0, where var's is 0: their product would be NaN.
     # Where the spread is 0 (a constant, or one element along the axis) the
@@ -183,6 +196,7 @@ def concatenate(arrays: Sequence[ArrayLike], axis: Any = 0, out: Any = None, **k
     arrays = list(arrays)
     if not _traced(*arrays):
         return np.concatenate(arrays, axis=axis, **kw)
+    known_keywords("concatenate", kw, ("dtype", "casting"))
     if axis is None:
         arrays, axis = [ravel(a) for a in arrays], 0
     arrays = [_arr(a) for a in arrays]
@@ -193,6 +207,7 @@ def stack(arrays: Sequence[ArrayLike], axis: int = 0, out: Any = None, **kw: Any
     arrays = list(arrays)
     if not _traced(*arrays):
         return np.stack(arrays, axis=axis, **kw)
+    known_keywords("stack", kw, ("dtype", "casting"))
     if not arrays:
         raise ValueError("need at least one array to stack")
     arrays = [_arr(a) for a in arrays]
@@ -201,11 +216,13 @@ def stack(arrays: Sequence[ArrayLike], axis: int = 0, out: Any = None, **kw: Any
 
 
 def hstack(tup: Sequence[ArrayLike], **kw: Any) -> Array:
+    known_keywords("hstack", kw, ("dtype", "casting"))
     arrs = [atleast_1d(a) for a in tup]
     return concatenate(arrs, axis=0 if arrs and arrs[0].ndim == 1 else 1, **kw)
 
 
 def vstack(tup: Sequence[ArrayLike], **kw: Any) -> Array:
+    known_keywords("vstack", kw, ("dtype", "casting"))
     return concatenate([atleast_2d(a) for a in tup], axis=0, **kw)
 
 
@@ -366,8 +383,8 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: Any = 2) -> Array:
     free_a = [i for i in range(a.ndim) if i not in ax_a]
     free_b = [i for i in range(b.ndim) if i not in ax_b]
     k = math.prod(a.shape[i] for i in ax_a)
-    at = reshape(w.transpose(a, tuple(free_a + ax_a)), (-1, k))
-    bt = reshape(w.transpose(b, tuple(ax_b + free_b)), (k, -1))
+    at = reshape(w.transpose(a, tuple(free_a + ax_a)), (math.prod(a.shape[i] for i in free_a), k))
+    bt = reshape(w.transpose(b, tuple(ax_b + free_b)), (k, math.prod(b.shape[i] for i in free_b)))
     out_shape = tuple(a.shape[i] for i in free_a) + tuple(b.shape[i] for i in free_b)
     return reshape(w.matmul(at, bt), out_shape)
 
@@ -503,6 +520,8 @@ def _holds_traced(obj: Any) -> bool:
 
 
 def array(obj: ArrayLike, dtype: Any = None, *args: Any, **kw: Any) -> Array:
+    if type(obj) is Traced or _holds_traced(obj):
+        known_keywords("array", kw, ("copy", "order", "subok", "ndmin", "like"))
     if type(obj) is Traced:
         out = w.copy(obj)
     elif _holds_traced(obj):
@@ -515,6 +534,8 @@ def array(obj: ArrayLike, dtype: Any = None, *args: Any, **kw: Any) -> Array:
 
 
 def asarray(a: ArrayLike, dtype: Any = None, *args: Any, **kw: Any) -> Array:
+    if type(a) is Traced or _holds_traced(a):
+        known_keywords("asarray", kw, ("order", "device", "copy", "like"))
     if type(a) is Traced:
         return a if dtype is None or np.dtype(dtype) == a.dtype else astype(a, dtype)
     if _holds_traced(a):
@@ -543,10 +564,14 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", **kw:
 
 
 def full_like(a: ArrayLike, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None) -> Array:
+    if not _traced(a, fill_value):
+        return np.full_like(a, fill_value, dtype=dtype, order=order, subok=subok, shape=shape)
+    shape = np.shape(a) if shape is None else shape  # (a traced value's own shape and dtype: inside
+    if dtype is None:                               # vmap, one example's; np.full_like(a) calls back here)
+        dtype = a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype
     if not _traced(fill_value):
-        return np.full_like(value(a), fill_value, dtype=dtype, order=order, shape=shape)
-    base = value(a)
-    return full(base.shape if shape is None else shape, fill_value, dtype=dtype or base.dtype)
+        return np.full(shape, fill_value, dtype=dtype, order="C" if order == "K" else order)
+    return full(shape, fill_value, dtype=dtype)
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype: Any = None, axis: int = 0) -> Array:

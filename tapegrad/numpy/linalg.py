@@ -30,8 +30,9 @@ set to zero instead of inf, so that functions of the eigenvalues (singular
 values) alone, whose eigenvector cotangent is zero, get their exact, finite
 gradient rather than ``0 * inf = nan``. Symmetric inputs of ``eigh`` and ``cholesky`` get symmetric
 (Hermitian) gradients, as in JAX. ``det``'s gradient is the transposed
-adjugate computed from an SVD, finite at singular matrices (its second
-derivative uses the inverse and is not). See docs/numerics.md.
+adjugate computed from an SVD, finite at singular matrices; so is its second
+derivative (the inverse's formula where the matrix is known and well
+conditioned, an SVD formula elsewhere). See docs/numerics.md.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ import numpy as np
 from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, move_to_front
 from tapegrad.core.primitive import defvjp, primitive
-from tapegrad.core.traced import Traced, value
+from tapegrad.core.traced import Traced, concrete, value
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
 
@@ -252,11 +253,54 @@ adjugate_p = primitive(_adjugate, "adjugate", batched=True)
 
 
 def _vjp_adjugate(ans: Any, a: Any) -> Any:
+    if not _well_conditioned(a):  # singular (or nearly), or not known now (vmap, jit)
+        return lambda g: _adjugate_vjp_svd(a, g)
+
     # d adj = adj tr(A^-1 dA) - A^-1 dA adj (holomorphic; needs A invertible)
     def vjp(g: Any) -> Any:
         ainv_t = _T(inv_p(a))
         return w.sum(g * ans, axis=(-2, -1), keepdims=True) * ainv_t - _mm(ainv_t, _mm(g, _T(ans)))
     return vjp
+
+
+def _well_conditioned(a: Any) -> bool:
+    """Is ``a`` known now and far enough from singular for the inverse-based rule?"""
+    v = concrete(a)
+    if v is None or v.shape[-1] == 0:
+        return False
+    with np.errstate(all="ignore"):
+        cond = np.linalg.cond(v)
+    return bool(np.all(cond < 1.0 / np.sqrt(np.finfo(v.dtype).eps)))
+
+
+def _leave_two_out(s: Any) -> Any:
+    """``P[..., i, j] = prod_{k != i, j} s_k`` for ``i != j``, 0 on the diagonal:
+    exclusive products from both ends and between, no division (exact at zeros)."""
+    n = s.shape[-1]
+    if n == 0:
+        return np.zeros(s.shape + (0,), dtype=value(s).dtype)
+    one = np.ones(s.shape[:-1] + (1,), dtype=value(s).dtype)
+    left = w.cumprod(d.concatenate([one, s[..., : n - 1]], axis=-1), axis=-1)  # prod_{k<i}
+    right = w.flip(w.cumprod(d.concatenate([one, w.flip(s, -1)[..., : n - 1]], axis=-1), axis=-1), -1)
+    upper = np.triu(np.ones((n, n), dtype=bool), 1)  # k > i
+    between = w.cumprod(w.where3(upper, s[..., None, :], 1.0), axis=-1)  # prod_{i<k<=j}
+    between = d.concatenate([np.ones(s.shape[:-1] + (n, 1), dtype=one.dtype), between[..., :, : n - 1]], axis=-1)
+    p = left[..., :, None] * between * right[..., None, :]  # right for i < j
+    return w.where3(upper, p, 0.0) + w.where3(upper.T, _T(p), 0.0)
+
+
+def _adjugate_vjp_svd(a: Any, g: Any) -> Any:
+    """The VJP of ``adj`` at any ``a``, singular included, from ``a = U S V^H``:
+    ``d adj(A)[E] = c V X U^H`` with ``c = det(U) det(V^H)``, ``E' = U^H E V`` and
+    ``X = diag(P diag(E')) - P o E'`` (``P`` of ``_leave_two_out(S)``), transposed."""
+    u, s, vh = svd(a)
+    v = _H(vh)
+    c = (det_p(u) * det_p(vh))[..., None, None]
+    p = _leave_two_out(s)
+    gp = _mm(_mm(_T(v), g), _conj(u))
+    gd = w.diagonal(gp, 0, -2, -1)
+    hp = c * (_embed_diag(_mm(p, gd[..., None])[..., 0]) - p * gp)
+    return _mm(_mm(_conj(u), hp), _T(v))
 
 
 defvjp(adjugate_p, _vjp_adjugate)
@@ -593,90 +637,6 @@ def pinv(a: Any, rcond: Any = None, hermitian: bool = False, **kw: Any) -> Any:
     return pinv_p(a, **kw)
 
 
-# --- norm (built from primitives: no rule of its own) ---------------------------------------------------
-
-
-def _abs2(x: Any) -> Any:
-    return w.real(x * w.conjugate(x)) if _cplx(x) else x * x
-
-
-def _sqrt_safe(ss: Any) -> Any:
-    """``sqrt(ss)`` with gradient 0 (not NaN) where ``ss == 0`` (the double ``where``)."""
-    zero = value(ss) == 0
-    return w.where3(zero, 0.0, w.sqrt(w.where3(zero, 1.0, ss)))
-
-
-def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
-    """Matrix or vector norm, as ``numpy.linalg.norm`` (every ``ord`` NumPy
-    accepts). The 2-norm and Frobenius norm have gradient 0 at the zero
-    vector, their minimum (a subgradient), instead of NaN."""
-    x = d._listed(x)  # (a list holding traced values: NumPy's array_like)
-    if not _traced(x):
-        return np.linalg.norm(x, ord, axis, keepdims)
-    nd = x.ndim
-    if axis is None:
-        if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
-            r = _sqrt_safe(w.sum(_abs2(d.ravel(x))))
-            return d.reshape(r, (1,) * nd) if keepdims else r
-        if nd not in (1, 2):
-            raise ValueError("Improper number of dimensions to norm.")
-        axis = tuple(range(nd))
-    elif not isinstance(axis, tuple):
-        try:
-            axis = (int(axis),)
-        except Exception as e:
-            raise TypeError("'axis' must be None, an integer or a tuple of integers") from e
-    axes = d.normalize_axes(axis, nd)
-    if len(axes) == 1:
-        r = _vector_norm(x, ord, axes[0])
-    elif len(axes) == 2:
-        r = _matrix_norm(x, ord, axes[0], axes[1])
-    else:
-        raise ValueError("Improper number of dimensions to norm.")
-    if keepdims:
-        r = d.reshape(r, tuple(1 if i in axes else s for i, s in enumerate(x.shape)))
-    return r
-
-
-def _vector_norm(x: Any, ord: Any, ax: int) -> Any:
-    if ord is None or ord == 2:
-        return _sqrt_safe(w.sum(_abs2(x), axis=ax))
-    if isinstance(ord, str):
-        raise ValueError(f"Invalid norm order '{ord}' for vectors")
-    if ord == np.inf:
-        return w.amax(w.absolute(x), axis=ax)
-    if ord == -np.inf:
-        return w.amin(w.absolute(x), axis=ax)
-    if ord == 0:  # a count: no gradient
-        v = value(x)
-        return np.sum(v != 0, axis=ax).astype(v.real.dtype)
-    if ord == 1:
-        return w.sum(w.absolute(x), axis=ax)
-    ax_abs = w.absolute(x)
-    return w.sum(ax_abs ** ord, axis=ax) ** (1.0 / ord)
-
-
-def _matrix_norm(x: Any, ord: Any, row: int, col: int) -> Any:
-    if row == col:
-        raise ValueError("Duplicate axes given.")
-    if ord in (2, -2, "nuc"):
-        s = svdvals_p(d.moveaxis(x, (row, col), (-2, -1)))
-        if ord == 2:
-            return w.amax(s, axis=-1)
-        if ord == -2:
-            return w.amin(s, axis=-1)
-        return w.sum(s, axis=-1)
-    if ord in (None, "fro", "f"):
-        return _sqrt_safe(w.sum(_abs2(x), axis=(row, col)))
-    if ord in (1, -1):
-        red = w.amax if ord == 1 else w.amin
-        return red(w.sum(w.absolute(x), axis=row), axis=col - (col > row))
-    if ord in (np.inf, -np.inf):
-        red = w.amax if ord == np.inf else w.amin
-        return red(w.sum(w.absolute(x), axis=col), axis=row - (row > col))
-    raise ValueError("Invalid norm order for matrices.")
-
-
 def __getattr__(name: str) -> Any:
     # the rest of numpy.linalg (not differentiable here: traced arguments raise TypeError)
     return getattr(np.linalg, name)
@@ -684,5 +644,6 @@ def __getattr__(name: str) -> Any:
 
 
 from tapegrad.numpy.linalg_eig import EigResult, eig, eigvals  # noqa: E402  (defined apart: their rule calls solve)
+from tapegrad.numpy.linalg_norm import norm  # noqa: E402  (defined apart: built from primitives)
 
 __all__ += ["EigResult", "eig", "eigvals"]

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tapegrad.core.primitive import _apply1, binary_method, defers_to
+import numpy as np
+
+from tapegrad.core.primitive import _apply1, binary_method, deferred, defers_to, nondifferentiable
 from tapegrad.core.traced import Traced
+from tapegrad.numpy import array_api
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.updates import at
@@ -18,8 +21,8 @@ from tapegrad.numpy.wrap import Index
 _NO_KW: dict[str, Any] = {}
 
 
-def _binary(fn: Any) -> tuple[Any, Any]:
-    return binary_method(fn), binary_method(fn, reflected=True)
+def _binary(fn: Any, ufunc: Any) -> tuple[Any, Any]:
+    return binary_method(fn, ufunc=ufunc), binary_method(fn, reflected=True, ufunc=ufunc)
 
 
 def _unary(fn: Any) -> Any:
@@ -45,49 +48,75 @@ def _sort_inplace(self: Traced, axis: int = -1, kind: Any = None, order: Any = N
     self._rebind(new)
 
 
-def _deferring(f: Any, reflected: bool = False) -> Any:
+def _deferring(f: Any, ufunc: Any, reflected: bool = False) -> Any:
     """A no-gradient binary operator (``<``, ``//``, ``&``...) that leaves an
-    object overriding NumPy's ufuncs to its own operator (see ``defers_to``)."""
+    object overriding NumPy's ufuncs to it, as ``ndarray``'s do (see ``deferred``)."""
     plain = (float, int, Traced)
 
     if reflected:
         def rop(self: Traced, other: Any) -> Any:
             if type(other) not in plain and defers_to(other):
-                return NotImplemented
+                return deferred(self, other, ufunc, True)
             return f(other, self)
 
         return rop
 
     def op(self: Traced, other: Any) -> Any:
         if type(other) not in plain and defers_to(other):
-            return NotImplemented
+            return deferred(self, other, ufunc, False)
         return f(self, other)
 
     return op
 
 
+def _array_namespace(self: Traced, /, *, api_version: str | None = None) -> Any:
+    """The array API namespace of traced values: ``tapegrad.numpy.array_api``."""
+    return array_api.namespace(api_version)
+
+
+def _device(self: Traced) -> Any:
+    """The device of the array inside (``"cpu"`` for NumPy's; CuPy's own)."""
+    x = self
+    while type(x) is Traced:
+        x = x._value
+    return getattr(x, "device", "cpu") if hasattr(x, "__array_namespace__") else "cpu"
+
+
+def _to_device(self: Traced, device: Any, /, *, stream: Any = None) -> Traced:
+    if device is not None and device != self.device:
+        raise ValueError(f"tapegrad: to_device({device!r}): traced values stay on their device ({self.device!r})")
+    return self
+
+
 def install() -> None:
     T = Traced
-    T.__add__, T.__radd__ = _binary(w.add)
-    T.__sub__, T.__rsub__ = _binary(w.subtract)
-    T.__mul__, T.__rmul__ = _binary(w.multiply)
-    T.__truediv__, T.__rtruediv__ = _binary(w.divide)
-    T.__pow__, T.__rpow__ = _binary(w.power)
-    T.__matmul__, T.__rmatmul__ = _binary(w.matmul)
-    T.__mod__, T.__rmod__ = _binary(w.remainder)
-    T.__floordiv__ = _deferring(w.nondiff["floor_divide"])
-    T.__rfloordiv__ = _deferring(w.nondiff["floor_divide"], reflected=True)
+    T.__add__, T.__radd__ = _binary(w.add, np.add)
+    T.__sub__, T.__rsub__ = _binary(w.subtract, np.subtract)
+    T.__mul__, T.__rmul__ = _binary(w.multiply, np.multiply)
+    T.__truediv__, T.__rtruediv__ = _binary(w.divide, np.true_divide)
+    T.__pow__, T.__rpow__ = _binary(w.power, np.power)
+    T.__matmul__, T.__rmatmul__ = _binary(w.matmul, np.matmul)
+    T.__mod__, T.__rmod__ = _binary(w.remainder, np.remainder)
+    T.__floordiv__ = _deferring(w.nondiff["floor_divide"], np.floor_divide)
+    T.__rfloordiv__ = _deferring(w.nondiff["floor_divide"], np.floor_divide, reflected=True)
     T.__neg__ = _unary(w.negative)
     T.__pos__ = _unary(w.positive)
     T.__abs__ = _unary(w.absolute)
     for op, name in [("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
                      ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal")]:
-        setattr(T, f"__{op}__", _deferring(w.nondiff[name]))
+        setattr(T, f"__{op}__", _deferring(w.nondiff[name], getattr(np, name)))
     T.__invert__ = lambda self: w.nondiff["invert"](self)
     for op, name in [("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor")]:
         f = w.nondiff[name]
-        setattr(T, f"__{op}__", _deferring(f))
-        setattr(T, f"__r{op}__", _deferring(f, reflected=True))
+        setattr(T, f"__{op}__", _deferring(f, getattr(np, name)))
+        setattr(T, f"__r{op}__", _deferring(f, getattr(np, name), reflected=True))
+    for op, ufunc in [("lshift", np.left_shift), ("rshift", np.right_shift)]:
+        f = nondifferentiable(ufunc)
+        setattr(T, f"__{op}__", _deferring(f, ufunc))
+        setattr(T, f"__r{op}__", _deferring(f, ufunc, reflected=True))
+    T.__array_namespace__ = _array_namespace
+    T.device = property(_device)
+    T.to_device = _to_device
     T.__getitem__ = _getitem
     T.__setitem__ = _setitem
     T.at = property(at)  # JAX's functional updates: x.at[idx].set(v)

@@ -10,6 +10,7 @@ are built from these in derived.py; ``numpy.linalg`` is linalg.py.
 
 from __future__ import annotations
 
+import math
 import string
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -46,7 +47,7 @@ def _matmul(a: Any, b: Any, **kwargs: Any) -> Any:
     then costs one matrix product instead of two)."""
     if type(a) is np.ndarray and type(b) is np.ndarray and not kwargs:
         if b.ndim == 2 and a.ndim > 2 and a.flags.c_contiguous:
-            return np.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
+            return np.matmul(a.reshape(math.prod(a.shape[:-1]), a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
         if a.ndim == 2 and b.ndim >= 2 and a.size >= _EYE_MIN and _is_identity(a) and np.isfinite(b).all():
             return np.array(b, dtype=np.result_type(a, b), order="C")
         if b.ndim == 2 and a.ndim >= 2 and b.size >= _EYE_MIN and _is_identity(b) and np.isfinite(a).all():

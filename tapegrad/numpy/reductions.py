@@ -95,7 +95,7 @@ def _scan(fn: Callable[..., Any], impl: Callable[..., Any]) -> None:
     def rule(args: Args, batched: Sequence[bool], size: int, **kwargs: Any) -> Any:
         x, kw = bound(impl, args, kwargs)
         if kw.get("axis") is None:  # over the flattened example
-            x = reshape_c(x, (size, -1))
+            x = reshape_c(x, (size, math.prod(x.shape[1:])))
             kw["axis"] = 1
         else:
             kw["axis"] = shift_axis(kw["axis"], x.ndim - 1)
@@ -175,8 +175,10 @@ def _prod_of_others(x: Any, axis: Any) -> Any:
     shape = x.shape
     axes = normalize_axes(axis, len(shape))
     rest = tuple(i for i in range(len(shape)) if i not in axes)
+    if math.prod(shape[i] for i in axes) == 0:  # (nothing reduced: x is empty, and so is this)
+        return array_module(value(x)).zeros(shape, dtype=value(x).dtype)
     perm = rest + axes
-    xt = reshape_c(transpose(x, perm), tuple(shape[i] for i in rest) + (-1,))
+    xt = reshape_c(transpose(x, perm), tuple(shape[i] for i in rest) + (math.prod(shape[i] for i in axes),))
     ones = array_module(value(x)).ones(xt.shape[:-1] + (1,), dtype=value(x).dtype)
     left = cumprod(concatenate_args(xt.ndim - 1, ones, xt[..., :-1]), axis=-1)
     right = flip(cumprod(concatenate_args(xt.ndim - 1, ones, flip(xt, -1)[..., :-1]), axis=-1), -1)
@@ -200,7 +202,7 @@ def _vjp_prod(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = 
 
 
 def _prod_weights(ans: Any, x: Any, axis: Any) -> Any:
-    if np.all(value(x) != 0):
+    if _no_zeros(x):
         return _kept(ans, x.shape, axis) / x
     return _prod_of_others(x, axis)
 
@@ -335,7 +337,7 @@ def _vjp_cumsum(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any 
 
 def _jvp_cumsum(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Rule:
     if axis is None:
-        return lambda t: cumsum(reshape_c(t, t.shape[: nbatch(t, x)] + (-1,)), axis=-1)
+        return lambda t: cumsum(reshape_c(t, t.shape[: nbatch(t, x)] + (x.size,)), axis=-1)
     ax = normalize_axis(axis, x.ndim) - x.ndim
     return lambda t: cumsum(t, axis=ax)
 
@@ -343,8 +345,8 @@ def _jvp_cumsum(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any 
 def _vjp_cumprod(ans: Any, x: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Rule:
     if axis is None:
         shape = x.shape
-        inner = _vjp_cumprod(ans, reshape_c(x, (-1,)), -1)
-        return lambda g: reshape_c(inner(reshape_c(g, g.shape[: nbatch(g, ans)] + (-1,))), g.shape[: nbatch(g, ans)] + shape)
+        inner = _vjp_cumprod(ans, reshape_c(x, (x.size,)), -1)
+        return lambda g: reshape_c(inner(reshape_c(g, g.shape[: nbatch(g, ans)] + (x.size,))), g.shape[: nbatch(g, ans)] + shape)
     ax = normalize_axis(axis, x.ndim) - x.ndim
     if _no_zeros(x):  # sum_{j >= i} g_j ans_j / x_i
         return lambda g: _rev_cumsum(g * ans, ax) / x
@@ -356,6 +358,8 @@ def _cumprod_grad_with_zeros(g: Any, x: Any, ax: int) -> Any:
     S_i = g_i + x_{i+1} S_{i+1}, a recurrence along the axis (exact, O(n) ops)."""
     gm, xm = moveaxis(g, ax, -1), moveaxis(x, ax, -1)
     n = xm.shape[-1]
+    if n == 0:  # (an empty axis: the cotangent is empty too)
+        return g
     s = [gm[..., n - 1]]
     for i in range(n - 2, -1, -1):
         s.append(gm[..., i] + xm[..., i + 1] * s[-1])

@@ -332,6 +332,7 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> An
 def fabs(x: Any, /, out: Any = None, **kw: Any) -> Any:
     if not _traced(x):
         return np.fabs(x, **kw)
+    d.known_keywords("fabs", kw, ("where", "casting", "order", "dtype", "subok", "signature"))
     x = _arr(x)
     if x.dtype.kind == "c":
         raise TypeError("ufunc 'fabs' not supported for the input types")

@@ -15,6 +15,7 @@ functions the rules of every family use on arrays (``moveaxis``,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -56,6 +57,10 @@ def _reshape_rule(args: Args, batched: Sequence[bool], size: int, shape: Any = N
     x = args[0]
     shape = args[1] if len(args) > 1 else shape
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if -1 in shape:  # spelled out: each example's size says what it is (a batch of 0 cannot)
+        known = math.prod(n for n in shape if n != -1)
+        if known:
+            shape = tuple(math.prod(x.shape[1:]) // known if n == -1 else n for n in shape)
     return reshape_c(x, (size,) + shape)
 
 
@@ -199,7 +204,7 @@ def _vjp_roll(ans: Any, x: Any, shift: Any, axis: Any = None) -> Rule:
         shape = x.shape
         def vjp(g: Any) -> Any:
             lead = g.shape[: nbatch(g, ans)]
-            return reshape_c(roll(reshape_c(g, lead + (-1,)), neg, -1), lead + shape)
+            return reshape_c(roll(reshape_c(g, lead + (ans.size,)), neg, -1), lead + shape)
         return vjp
     axes = tuple(a - x.ndim for a in normalize_axes(axis, x.ndim))
     return lambda g: roll(g, neg, axes if isinstance(axis, (tuple, list)) else axes[0])
@@ -207,14 +212,14 @@ def _vjp_roll(ans: Any, x: Any, shift: Any, axis: Any = None) -> Rule:
 
 def _jvp_roll(ans: Any, x: Any, shift: Any, axis: Any = None) -> Rule:
     if axis is None:
-        return lambda t: reshape_c(roll(reshape_c(t, t.shape[: nbatch(t, x)] + (-1,)), shift, -1), t.shape)
+        return lambda t: reshape_c(roll(reshape_c(t, t.shape[: nbatch(t, x)] + (x.size,)), shift, -1), t.shape)
     axes = neg_axes(axis, x.ndim)
     return lambda t: roll(t, shift, axes if isinstance(axis, (tuple, list)) else axes[0])
 
 
 def _flat(x: Any, size: int) -> Any:
-    """Each example of batched ``x`` flattened: ``(size, -1)``."""
-    return reshape_c(x, (size, -1))
+    """Each example of batched ``x`` flattened: ``(size, n)``."""
+    return reshape_c(x, (size, math.prod(x.shape[1:])))
 
 
 def _roll_rule(args: Args, batched: Sequence[bool], size: int, **kwargs: Any) -> Any:
@@ -244,7 +249,7 @@ def _vjp_pad(ans: Any, x: Any, pad_width: Any, mode: str = "constant", **kw: Any
 
         def vjp(g: Any) -> Any:
             lead = tuple(g.shape[: g.ndim - nd])
-            flat = index_add(reshape_c(g, lead + (-1,)), src, (x.size,), len(lead))
+            flat = index_add(reshape_c(g, lead + (ans.size,)), src, (x.size,), len(lead))
             return reshape_c(flat, lead + tuple(x.shape))
 
         return vjp

@@ -109,11 +109,23 @@ def check_inexact_leaves(leaves: list[Any], who: str, argnum: int, allow_complex
         dtype = getattr(v, "dtype", None)
         if dtype is None:
             dtype = np.asarray(v).dtype
+        refuse_matrix(v, who, argnum)
         if dtype.kind not in ("fc" if allow_complex else "f"):
             raise TypeError(
                 f"{who} requires floating-point or complex inputs, but argument {argnum} "
                 f"has dtype {dtype}; {conversion_hint(v)}"
             )
+
+
+def refuse_matrix(v: Any, who: str, argnum: int | str) -> None:
+    """Raise ``TypeError`` for a ``numpy.matrix`` argument: its ``*`` and ``**``
+    are matrix products, which traced values (arrays) do not follow, so its
+    derivatives would be of another function. ``np.asarray(m)`` converts it."""
+    if isinstance(v, np.matrix):
+        raise TypeError(
+            f"{who}: argument {argnum} is a numpy.matrix, whose * and ** are matrix products; "
+            "tapegrad differentiates arrays: pass np.asarray(m) (and write @ for a matrix product)"
+        )
 
 
 class Traced_call:

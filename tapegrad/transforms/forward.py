@@ -143,6 +143,8 @@ def _check_tangents(who: str, primals: Any, tangents: Any) -> list[tuple[int, li
                 leaves.append(b)  # the common case: nothing to check further, or convert
                 continue
             bt = unwrap(b)
+            if isinstance(bt, np.matrix):  # (data only: its * must not reach the rules)
+                bt = np.asarray(bt)
             av, bv = value(unwrap(a)), value(bt)
             sa, sb = np.shape(av), np.shape(bv)
             if sa != sb:

@@ -144,6 +144,8 @@ class VJPFunction:
         seeds: dict[int, Any] = {}
         for leaf, shape, node in zip(leaves, self._shapes, self._nodes):
             leaf = unwrap(leaf)  # a cotangent may come in an array wrapper, as primals do
+            if isinstance(leaf, np.matrix):  # (data only: its * must not reach the rules)
+                leaf = np.asarray(leaf)
             got = np.shape(value(leaf))
             if got != batch + shape:
                 raise ValueError(

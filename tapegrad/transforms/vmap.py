@@ -18,7 +18,7 @@ import numpy as np
 from tapegrad.batching import BatchTrace
 from tapegrad.core.traced import Traced
 from tapegrad.pytree import TreeDef, registered_children, tree_flatten, tree_unflatten
-from tapegrad.transforms._util import fun_name
+from tapegrad.transforms._util import fun_name, refuse_matrix
 
 Axes = Any  # an int, None, or a pytree prefix of them
 
@@ -76,6 +76,8 @@ def _run(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], i
     flattened: batched values of that level, and leaves that do not depend
     on the mapped inputs."""
     leaves, tdef = tree_flatten(args)
+    for i, leaf in enumerate(leaves):
+        refuse_matrix(leaf, who, i)
     axes = _leaf_axes(in_axes, args, tdef, who, "in_axes")
     kw_leaves, kw_def = tree_flatten(kwargs)
     leaves = leaves + kw_leaves
