@@ -15,12 +15,15 @@ They are written with ``tapegrad.numpy`` and ``tapegrad.scipy.special``, so
 gradients (in the value and the parameters), ``vmap`` and ``jit`` apply.
 
 The distribution functions use primitives of this module wrapping SciPy's
-``ndtr log_ndtr stdtr gammainc gammaincc betainc``; their derivatives in
-the value are the densities. Their derivatives in a shape parameter (``df``
-of ``t.cdf``, ``a`` of ``gamma.cdf``, ``a``/``b`` of ``beta.cdf``, ``mu`` of
-``poisson.cdf`` is fine: it is the value argument of ``gammaincc``) have no
-closed form: a gradient reaching one raises ``NotImplementedError`` naming
-the function and the argument.
+``ndtr log_ndtr stdtr`` and ``tapegrad.scipy.special``'s ``gammainc
+gammaincc betainc``; their derivatives in the value are the densities.
+Their derivatives in a shape parameter (``df`` of ``t.cdf``, ``a`` of
+``gamma.cdf``, ``a``/``b`` of ``beta.cdf``, ``df`` of ``chi2.cdf``) are
+those of the incomplete gamma and beta functions in their parameters
+(series and continued fractions, see ``tapegrad.scipy.special``): ``t``'s
+through ``stdtr(df, x) = 1/2 + sign(x)/2 I_w(1/2, df/2)`` with
+``w = x^2/(df + x^2)`` (for ``x^2 < df``; else the complementary form in
+``df/(df + x^2)``). All differentiate to any order.
 
 SciPy is imported only when one of the functions needing its values is
 called (``ImportError`` saying so if it is missing).
@@ -28,6 +31,7 @@ called (``ImportError`` saying so if it is missing).
 
 from __future__ import annotations
 
+import abc
 import functools
 import math
 from types import ModuleType
@@ -40,8 +44,10 @@ from tapegrad.batching import defbatch, elementwise_rule
 from tapegrad.core.primitive import defvjp, primitive
 from tapegrad.core.traced import value
 from tapegrad.scipy._lazy import scipy_module
-from tapegrad.scipy.special import (  # (their rules: the density in x)
+from tapegrad.scipy.special import (  # (their rules: the density in x, the series in the parameters)
+    _d_betainc_x,
     betainc,
+    betainc_dab,
     gammainc,
     gammaincc,
     gammaln,
@@ -78,16 +84,6 @@ log_ndtr = primitive(_log_ndtr, "log_ndtr", batched=True)
 stdtr = primitive(_stdtr, "stdtr", batched=True)
 
 
-def _no_closed_form(fn: str, arg: str) -> Any:
-    def maker(ans: Any, *args: Any, **kwargs: Any) -> Any:
-        def raise_(g: Any) -> Any:
-            raise NotImplementedError(
-                f"tapegrad.scipy.stats: the derivative of {fn} in its shape parameter `{arg}` has no "
-                f"closed form and is not implemented (differentiate in the value, loc and scale only)")
-        return raise_
-    return maker
-
-
 def _norm_pdf(x: Any) -> Any:
     return tnp.exp(-0.5 * x * x) / _SQRT_2PI
 
@@ -98,7 +94,21 @@ def _t_pdf(df: Any, x: Any) -> Any:
 
 defvjp(ndtr, lambda ans, x: lambda g: g * _norm_pdf(x))
 defvjp(log_ndtr, lambda ans, x: lambda g: g * tnp.exp(-0.5 * x * x - ans - _LOG_SQRT_2PI))
-defvjp(stdtr, _no_closed_form("t.cdf (stdtr)", "df"),
+def _stdtr_ddf(df: Any, x: Any) -> Any:
+    """``d/ddf stdtr(df, x)``, from ``betainc``'s derivatives (see the module docstring)."""
+    zero = x == 0
+    xs = tnp.where(zero, 1.0, x)
+    x2 = xs * xs
+    s = df + x2
+    sign = tnp.where(xs > 0, 0.5, -0.5)
+    w, z = x2 / s, df / s
+    dzdf = x2 / (s * s)  # = -dw/ddf
+    near = sign * (0.5 * betainc_dab(0.5, df / 2, w, j=0, l=1) - _d_betainc_x(0.5, df / 2, w) * dzdf)
+    far = -sign * (0.5 * betainc_dab(df / 2, 0.5, z, j=1, l=0) + _d_betainc_x(df / 2, 0.5, z) * dzdf)
+    return tnp.where(zero, 0.0, tnp.where(x2 < df, near, far))
+
+
+defvjp(stdtr, lambda ans, df, x: lambda g: g * _stdtr_ddf(df, x),
        lambda ans, df, x: lambda g: g * _t_pdf(df, x))
 
 for _f in (ndtr, log_ndtr, stdtr):
@@ -138,7 +148,7 @@ def _concrete(*xs: Any) -> bool:
     return all(isinstance(value(x), (np.ndarray, np.generic, int, float)) for x in xs)
 
 
-class _Continuous:
+class _Continuous(abc.ABC):
     """A ``loc``/``scale`` family: subclasses give the standardized ``_logpdf``,
     ``_cdf``, ``_sf``, their support and the parameters' validity."""
 
@@ -148,11 +158,13 @@ class _Continuous:
     def _valid(self, *shape: Any) -> Any:
         return True
 
+    @abc.abstractmethod
     def _logpdf(self, z: Any, *shape: Any) -> Any:
-        raise NotImplementedError
+        """The standardized log density."""
 
+    @abc.abstractmethod
     def _cdf(self, z: Any, *shape: Any) -> Any:
-        raise NotImplementedError
+        """The standardized distribution function."""
 
     def _sf(self, z: Any, *shape: Any) -> Any:
         return 1.0 - self._cdf(z, *shape)
