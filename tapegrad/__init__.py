@@ -20,6 +20,7 @@ from tapegrad.flatten import ravel_pytree
 from tapegrad.numpy._define import elementwise
 from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
 from tapegrad.testing import check_grads
+from tapegrad.transforms.fixed_point import fixed_point
 from tapegrad.transforms import (
     checkpoint,
     custom_jvp,
@@ -54,6 +55,7 @@ __all__ = [
     "distributed",
     "elementwise",
     "elementwise_grad",
+    "fixed_point",
     "grad",
     "hessian",
     "hvp",
