@@ -148,7 +148,22 @@ def _concrete(*xs: Any) -> bool:
     return all(isinstance(value(x), (np.ndarray, np.generic, int, float)) for x in xs)
 
 
-class _Continuous(abc.ABC):
+class _Rvs:
+    """``rvs``: SciPy's random variates, passed through (no gradient)."""
+
+    _scipy_name = ""
+
+    def rvs(self, *args: Any, **kwargs: Any) -> Any:
+        """Random variates from ``scipy.stats.<name>.rvs`` with the same
+        arguments (``size``, ``random_state``...). Not differentiable: traced
+        arguments are read by value (``tg.value``) and the result is a plain
+        array."""
+        dist = getattr(scipy_module("stats", f"tapegrad.scipy.stats.{self._scipy_name}.rvs"), self._scipy_name)
+        plain = [np.asarray(value(a)) if hasattr(value(a), "shape") else value(a) for a in args]
+        return dist.rvs(*plain, **{k: value(v) for k, v in kwargs.items()})
+
+
+class _Continuous(abc.ABC, _Rvs):
     """A ``loc``/``scale`` family: subclasses give the standardized ``_logpdf``,
     ``_cdf``, ``_sf``, their support and the parameters' validity."""
 
@@ -251,6 +266,8 @@ class _Continuous(abc.ABC):
 class _Norm(_Continuous):
     """The normal distribution: ``norm.logpdf(x, loc=0, scale=1)``..."""
 
+    _scipy_name = "norm"
+
     def _logpdf(self, z: Any) -> Any:
         return -0.5 * z * z - _LOG_SQRT_2PI
 
@@ -270,6 +287,8 @@ class _Norm(_Continuous):
 class _T(_Continuous):
     """Student's t distribution: ``t.logpdf(x, df, loc=0, scale=1)``..."""
 
+    _scipy_name = "t"
+
     shapes = ("df",)
 
     def _valid(self, df: Any) -> Any:
@@ -287,6 +306,8 @@ class _T(_Continuous):
 
 class _Gamma(_Continuous):
     """The gamma distribution: ``gamma.logpdf(x, a, loc=0, scale=1)``..."""
+
+    _scipy_name = "gamma"
 
     shapes = ("a",)
     lower = 0.0
@@ -307,6 +328,8 @@ class _Gamma(_Continuous):
 class _Chi2(_Continuous):
     """The chi-squared distribution: ``chi2.logpdf(x, df, loc=0, scale=1)``..."""
 
+    _scipy_name = "chi2"
+
     shapes = ("df",)
     lower = 0.0
 
@@ -326,6 +349,8 @@ class _Chi2(_Continuous):
 class _Beta(_Continuous):
     """The beta distribution: ``beta.logpdf(x, a, b, loc=0, scale=1)``..."""
 
+    _scipy_name = "beta"
+
     shapes = ("a", "b")
     lower = 0.0
     upper = 1.0
@@ -343,8 +368,10 @@ class _Beta(_Continuous):
         return betainc(b, a, 1.0 - z)
 
 
-class _Poisson:
+class _Poisson(_Rvs):
     """The Poisson distribution: ``poisson.logpmf(k, mu, loc=0)``, ``pmf``, ``cdf``, ``logcdf``, ``sf``, ``logsf``."""
+
+    _scipy_name = "poisson"
 
     def logpmf(self, k: Any, mu: Any, loc: Any = 0) -> Any:
         """The log probability of ``k`` (-inf where ``k - loc`` is not a nonnegative integer)."""
@@ -382,12 +409,14 @@ class _Poisson:
         return tnp.log(self.sf(k, mu, loc))
 
 
-class _Dirichlet:
+class _Dirichlet(_Rvs):
     """The Dirichlet distribution: ``dirichlet.logpdf(x, alpha)``, ``pdf``.
 
     As SciPy: ``alpha`` has shape ``(K,)``; ``x`` has the components on its
     first axis, ``K`` of them or ``K - 1`` (the last is then ``1 - sum``).
     """
+
+    _scipy_name = "dirichlet"
 
     def _x(self, x: Any, alpha: Any) -> Any:
         alpha = tnp.asarray(alpha) if not hasattr(alpha, "ndim") else alpha
@@ -428,7 +457,7 @@ class _Dirichlet:
 _EPS_FACTOR = {np.dtype(np.float32): 1e3, np.dtype(np.float64): 1e6}
 
 
-class _MultivariateNormal:
+class _MultivariateNormal(_Rvs):
     """The multivariate normal: ``multivariate_normal.logpdf(x, mean=None, cov=1, allow_singular=False)``, ``pdf``.
 
     As SciPy: ``x`` has the components on its last axis; ``cov`` may be a
@@ -438,6 +467,8 @@ class _MultivariateNormal:
     (SciPy's pseudo-determinant and rank, -inf off the support; the gradient
     holds where the rank does not change nearby).
     """
+
+    _scipy_name = "multivariate_normal"
 
     def _params(self, mean: Any, cov: Any) -> tuple[int, Any, Any]:
         if mean is None:
@@ -511,6 +542,22 @@ class _MultivariateNormal:
     def pdf(self, x: Any, mean: Any = None, cov: Any = 1, allow_singular: bool = False) -> Any:
         """The density at ``x``: ``exp(logpdf)``."""
         return tnp.exp(self.logpdf(x, mean, cov, allow_singular))
+
+    def entropy(self, mean: Any = None, cov: Any = 1) -> Any:
+        """The differential entropy ``(r (1 + log 2 pi) + log pdet(cov)) / 2``, as SciPy's:
+        ``r`` the rank of ``cov`` and ``pdet`` its pseudo-determinant (the
+        determinant when it is positive definite). Differentiable in ``cov``
+        (where the rank does not change nearby); ``mean`` only sets the
+        dimension."""
+        dim, mean, cov = self._params(mean, cov)
+        s = tnp.linalg.eigvalsh(cov)
+        sv = value(s)
+        eps = _EPS_FACTOR.get(np.dtype(sv.dtype), 1e6) * np.finfo(sv.dtype).eps * tnp.max(tnp.abs(sv))
+        if _concrete(s) and np.min(sv) < -eps:
+            raise ValueError("The input matrix must be symmetric positive semidefinite.")
+        keep = sv > eps
+        log_pdet = tnp.sum(tnp.where(keep, tnp.log(tnp.where(keep, s, 1.0)), 0.0))
+        return 0.5 * (tnp.sum(keep) * (1.0 + _LOG_2PI) + log_pdet)
 
 
 def _quiet(fn: Any) -> Any:
