@@ -20,7 +20,6 @@ from tapegrad.flatten import ravel_pytree
 from tapegrad.numpy._define import elementwise
 from tapegrad.pytree import tree_flatten, tree_map, tree_unflatten
 from tapegrad.testing import check_grads
-from tapegrad.transforms.fixed_point import fixed_point
 from tapegrad.transforms import (
     checkpoint,
     custom_jvp,
@@ -38,6 +37,7 @@ from tapegrad.transforms import (
     vjp,
     vmap,
 )
+from tapegrad.transforms.fixed_point import fixed_point
 
 __version__ = "0.1.0"
 

@@ -16,7 +16,8 @@ So ``func`` must be written with ``tapegrad.numpy``. The gradients are as
 accurate as the solver's tolerances allow.
 
 First-order gradients only: the adjoint solve is a primitive with no rules
-of its own (a second derivative raises ``NotImplementedError`` naming it).
+of its own (a second derivative raises the engine's error for a primitive
+without a rule, naming ``odeint_adjoint``).
 Under ``vmap`` both solves are mapped by a loop over the batch.
 """
 
