@@ -102,6 +102,20 @@ def test_solve_banded(l: int, u: int) -> None:
                 assert g[r, j] == 0.0
 
 
+def test_solve_banded_under_vmap() -> None:
+    rng = np.random.default_rng(7)
+    ab = rng.standard_normal((3, 4))
+    ab[1] += 5.0
+    bs, abs_ = rng.standard_normal((3, 4)), ab + 0.1 * rng.standard_normal((3, 3, 4))
+    want = np.stack([sla.solve_banded((1, 1), ab, b) for b in bs])
+    np.testing.assert_allclose(tg.vmap(lambda b: L.solve_banded((1, 1), ab, b))(bs), want, rtol=1e-13)
+    want = np.stack([sla.solve_banded((1, 1), a, bs[0]) for a in abs_])
+    np.testing.assert_allclose(tg.vmap(lambda a: L.solve_banded((1, 1), a, bs[0]))(abs_), want, rtol=1e-13)
+    g = tg.vmap(tg.grad(lambda b: tnp.sum(L.solve_banded((1, 1), ab, b) ** 2)))(bs)
+    want = np.stack([tg.grad(lambda b: tnp.sum(L.solve_banded((1, 1), ab, b) ** 2))(b) for b in bs])
+    np.testing.assert_allclose(g, want, rtol=1e-12)
+
+
 def test_solve_banded_errors() -> None:
     with pytest.raises(ValueError, match="l\\+u\\+1"):
         L.solve_banded((1, 1), np.ones((2, 4)), np.ones(4))

@@ -185,8 +185,9 @@ def test_every_new_function_is_exported_and_batched() -> None:
             "print(sorted(p.name for p in REGISTRY if BATCH_RULES.get(p) is None or not p.vjps_batched))")
     # (tapegrad.scipy's convolve and odeint declare rules of one cotangent at a time, which
     # the engine maps over a batch; odeint's adaptive solve has no batching rule: vmap loops,
-    # each example solved to its own tolerance, as a separate call would)
-    allowed = "['convolve', 'odeint', 'odeint_adjoint']"
+    # each example solved to its own tolerance, as a separate call would; so is fixed_point's
+    # iteration, and solve_banded, SciPy's solver of one banded matrix)
+    allowed = "['convolve', 'fixed_point', 'odeint', 'odeint_adjoint', 'solve_banded']"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, PYTHONPATH=ROOT))
     assert r.returncode == 0, r.stderr

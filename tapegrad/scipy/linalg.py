@@ -253,6 +253,20 @@ def _vjp_banded_ab(ans: Any, ab: Any, b: Any, *, l: int, u: int) -> Any:
 defvjp(solve_banded_p, _vjp_banded_ab, _vjp_banded_b)
 
 
+def _batch_banded(args: Any, batched: Any, size: int, *, l: int, u: int) -> Any:
+    """vmap: a batch of right-hand sides is one solve with more columns; a batch
+    of matrices: None (a loop: SciPy solves one banded matrix at a time)."""
+    ab, b = args
+    if batched[0]:
+        return None
+    n, k = b.shape[1], b.shape[2]
+    cols = w.reshape_c(d.moveaxis(b, 0, 1), (n, size * k))
+    return d.moveaxis(w.reshape_c(solve_banded_p(ab, cols, l=l, u=u), (n, size, k)), 1, 0)
+
+
+defbatch(solve_banded_p, _batch_banded)
+
+
 def solve_banded(l_and_u: tuple[int, int], ab: Any, b: Any, overwrite_ab: bool = False,
                  overwrite_b: bool = False, check_finite: bool = True) -> Any:
     """Solve ``a x = b`` for a banded ``a``, as ``scipy.linalg.solve_banded``.
