@@ -63,6 +63,7 @@ from tapegrad.transforms import (
     vjp,
     vmap,
 )
+from tapegrad.transforms.fixed_point import fixed_point
 
 remat = checkpoint  # (JAX's other name for it)
 
@@ -88,6 +89,7 @@ __all__ = [
     "distributed",
     "elementwise",
     "elementwise_grad",
+    "fixed_point",
     "grad",
     "hessian",
     "hvp",

@@ -1,7 +1,7 @@
 """tapegrad.scipy.special, issue 14's functions: values equal SciPy's, the
-derivatives have their closed forms, the arguments with no closed-form
-derivative say so (function and argument) in reverse and forward mode, the
-integer orders are not differentiable, and vmap maps each in one call."""
+derivatives have their closed forms (the derivatives with no closed form:
+tests/test_shape_parameter_derivatives.py), the integer orders are not
+differentiable, and vmap maps each in one call."""
 
 from __future__ import annotations
 
@@ -135,38 +135,6 @@ def test_second_derivatives() -> None:
     tg.check_grads(lambda x: ts.gammainc(2.5, x) * ts.betainc(1.5, 2.0, x / 4), [X], order=2)
 
 
-# --- no closed form: the error names the function and the argument ----------------------------
-
-NO_CLOSED_FORM = [
-    ("gammainc", "a", lambda a: ts.gammainc(a, 1.5), 1.3),
-    ("gammaincc", "a", lambda a: ts.gammaincc(a, 1.5), 1.3),
-    ("betainc", "a", lambda a: ts.betainc(a, 2.0, 0.4), 1.3),
-    ("betainc", "b", lambda b: ts.betainc(2.0, b, 0.4), 1.3),
-    ("iv", "v", lambda v: ts.iv(v, 1.5), 1.3),
-    ("ive", "v", lambda v: ts.ive(v, 1.5), 1.3),
-]
-
-
-@pytest.mark.parametrize(("name", "arg", "f", "x0"), NO_CLOSED_FORM, ids=[f"{n}-{a}" for n, a, _, _ in NO_CLOSED_FORM])
-def test_no_closed_form_raises_naming_function_and_argument(name: str, arg: str, f: Any, x0: float) -> None:
-    msg = rf"tapegrad\.scipy\.special\.{name}: the derivative with respect to `{arg}` .*no closed form"
-    with pytest.raises(NotImplementedError, match=msg):
-        tg.grad(f)(x0)
-    with pytest.raises(NotImplementedError, match=msg):
-        tg.jvp(f, (x0,), (1.0,))
-    with pytest.raises(NotImplementedError, match=msg):
-        tg.vmap(tg.grad(f))(np.array([x0, x0 + 0.5]))
-    assert np.isfinite(f(x0))  # the value itself is fine
-
-
-def test_the_other_arguments_still_differentiate() -> None:
-    """With both arguments traced, asking for the one with a closed form works."""
-    g = tg.grad(lambda x, a: ts.gammainc(a, x), argnums=0)(1.5, 2.0)
-    np.testing.assert_allclose(g, 1.5 * np.exp(-1.5), rtol=1e-13)
-    with pytest.raises(NotImplementedError, match="`a`"):
-        tg.grad(lambda x, a: ts.gammainc(a, x), argnums=(0, 1))(1.5, 2.0)
-
-
 # --- integer orders: not differentiable --------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["jn", "yn", "polygamma"])
@@ -217,8 +185,9 @@ def test_every_new_function_is_exported_and_batched() -> None:
             "print(sorted(p.name for p in REGISTRY if BATCH_RULES.get(p) is None or not p.vjps_batched))")
     # (tapegrad.scipy's convolve and odeint declare rules of one cotangent at a time, which
     # the engine maps over a batch; odeint's adaptive solve has no batching rule: vmap loops,
-    # each example solved to its own tolerance, as a separate call would)
-    allowed = "['convolve', 'odeint', 'odeint_adjoint']"
+    # each example solved to its own tolerance, as a separate call would; so is fixed_point's
+    # iteration, and solve_banded, SciPy's solver of one banded matrix)
+    allowed = "['convolve', 'fixed_point', 'odeint', 'odeint_adjoint', 'solve_banded']"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, PYTHONPATH=ROOT))
     assert r.returncode == 0, r.stderr

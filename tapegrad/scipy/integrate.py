@@ -1,6 +1,6 @@
 """tapegrad.scipy.integrate: ``odeint`` with gradients by the adjoint method.
 
-``odeint(func, y0, t, *args)`` solves ``dy/dt = func(y, t, *args)`` with
+``odeint(func, y0, t, *args)`` (or SciPy's ``args=(...)`` keyword) solves ``dy/dt = func(y, t, *args)`` with
 ``scipy.integrate.odeint`` (LSODA; SciPy imported on first use) and returns
 ``y`` at the times ``t`` (shape ``(len(t),) + y0.shape``). Gradients with
 respect to ``y0``, ``t`` and ``args`` come from the adjoint method, as in
@@ -16,7 +16,8 @@ So ``func`` must be written with ``tapegrad.numpy``. The gradients are as
 accurate as the solver's tolerances allow.
 
 First-order gradients only: the adjoint solve is a primitive with no rules
-of its own (a second derivative raises ``NotImplementedError`` naming it).
+of its own (a second derivative raises the engine's error for a primitive
+without a rule, naming ``odeint_adjoint``).
 Under ``vmap`` both solves are mapped by a loop over the batch.
 """
 
@@ -136,17 +137,34 @@ def _vjp_odeint(argnum: int, ans: Any, y0: Any, t: Any, fa: Any, **kw: Any) -> A
 defvjp_argnum(odeint_p, _vjp_odeint)
 
 
-def odeint(func: Callable[..., Any], y0: Any, t: Any, *args: Any, rtol: float = 1.4e-8,
+def odeint(func: Callable[..., Any], y0: Any, t: Any, *fargs: Any, args: Any = None, rtol: float = 1.4e-8,
            atol: float = 1.4e-8, mxstep: int = 0) -> Any:
     """Solve ``dy/dt = func(y, t, *args)`` from ``y(t[0]) = y0``, returning
     ``y`` at every time in ``t`` (increasing or decreasing), shape
-    ``(len(t),) + y0.shape``. ``args`` is any pytree of float arrays.
+    ``(len(t),) + y0.shape``.
+
+    The extra arguments of ``func`` come either JAX's way, positionally
+    (``odeint(func, y0, t, k)``), or SciPy's and HIPS autograd's way, as the
+    keyword ``args=(k,)`` (a tuple; one value that is not a tuple is taken as
+    the only argument), not both. They are any pytree of float arrays.
     ``mxstep``: the solver's maximum number of internal steps per output
     interval (0: SciPy's default, 500). Differentiable in ``y0``, ``t`` and
-    ``args`` (the adjoint method: see the module docstring)."""
+    the extra arguments (the adjoint method: see the module docstring).
+
+    Examples:
+        >>> decay = lambda y, t, k: -k * y
+        >>> ys = odeint(decay, np.array([1.0]), np.array([0.0, 1.0]), args=(0.5,))
+        >>> round(float(ys[1, 0]), 6)                       # exp(-0.5)
+        0.606531
+    """
+    if args is not None:
+        if fargs:
+            raise TypeError("odeint: pass func's extra arguments positionally (JAX) or as args=(...) "
+                            "(SciPy), not both")
+        fargs = args if isinstance(args, tuple) else (args,)
     y0 = y0 if isinstance(y0, Traced) else np.asarray(y0, dtype=float)
     t = t if isinstance(t, Traced) else np.asarray(t, dtype=float)
-    flat, unravel = ravel_pytree(tuple(args))
+    flat, unravel = ravel_pytree(tuple(fargs))
     if not isinstance(flat, Traced):
         flat = np.asarray(flat, dtype=float)
     return odeint_p(y0, t, flat, func=func, unravel=unravel, rtol=rtol, atol=atol, mxstep=mxstep)

@@ -1,7 +1,7 @@
 """tapegrad.scipy.linalg: ``scipy.linalg`` functions, differentiable.
 
 Same names, signatures and results as SciPy (``solve_triangular``,
-``cholesky``, ``sqrtm``, ``solve_sylvester``), stacked over leading axes
+``solve_banded``, ``cholesky``, ``sqrtm``, ``solve_sylvester``), stacked over leading axes
 (SciPy's own take one matrix). SciPy is imported on first use.
 
 Rules (``x = op(T)^-1 b``, ``T`` the triangle of ``a`` that is read, with a
@@ -50,7 +50,7 @@ from tapegrad.numpy import linalg as tla
 from tapegrad.numpy import wrap as w
 from tapegrad.scipy._lazy import scipy_module
 
-__all__ = ["cholesky", "solve_sylvester", "solve_triangular", "sqrtm"]
+__all__ = ["cholesky", "solve_banded", "solve_sylvester", "solve_triangular", "sqrtm"]
 
 
 def _scipy_linalg(name: str) -> ModuleType:
@@ -214,6 +214,88 @@ def sqrtm(A: Any, disp: bool = True, blocksize: int = 64) -> Any:
     return sqrtm_p(A if isinstance(A, Traced) else np.asarray(A))
 
 
+
+
+# --- solve_banded ---------------------------------------------------------------------------------
+
+
+def _solve_banded(ab: Any, b: Any, *, l: int, u: int) -> Any:
+    return _scipy_linalg("solve_banded").solve_banded((l, u), ab, b)
+
+
+solve_banded_p = primitive(_solve_banded, "solve_banded")
+
+
+def _band_transpose(ab: Any, l: int, u: int) -> Any:
+    """The banded form (``(u, l)``) of the transpose of the matrix whose banded
+    form (``(l, u)``) is ``ab``: row ``r`` is row ``u + l - r`` of ``ab`` shifted
+    by ``r - l`` columns (zeros past the ends)."""
+    n = ab.shape[-1]
+    padded = w.pad(ab, [(0, 0), (l, u)])
+    return d.stack([padded[u + l - r, r:r + n] for r in range(l + u + 1)])
+
+
+def _band_outer(p: Any, q: Any, l: int, u: int) -> Any:
+    """The banded form of ``p q^T``'s band: ``[u + i - j, j] = sum_k p[i, k] q[j, k]``."""
+    n = q.shape[0]
+    padded = w.pad(p, [(u, l), (0, 0)])
+    return d.stack([w.sum(padded[r:r + n] * q, axis=-1) for r in range(l + u + 1)])
+
+
+def _vjp_banded_b(ans: Any, ab: Any, b: Any, *, l: int, u: int) -> Any:
+    return lambda g: solve_banded_p(_band_transpose(ab, l, u), g, l=u, u=l)
+
+
+def _vjp_banded_ab(ans: Any, ab: Any, b: Any, *, l: int, u: int) -> Any:
+    return lambda g: -_band_outer(solve_banded_p(_band_transpose(ab, l, u), g, l=u, u=l), ans, l, u)
+
+
+defvjp(solve_banded_p, _vjp_banded_ab, _vjp_banded_b)
+
+
+def _batch_banded(args: Any, batched: Any, size: int, *, l: int, u: int) -> Any:
+    """vmap: a batch of right-hand sides is one solve with more columns; a batch
+    of matrices: None (a loop: SciPy solves one banded matrix at a time)."""
+    ab, b = args
+    if batched[0]:
+        return None
+    n, k = b.shape[1], b.shape[2]
+    cols = w.reshape_c(d.moveaxis(b, 0, 1), (n, size * k))
+    return d.moveaxis(w.reshape_c(solve_banded_p(ab, cols, l=l, u=u), (n, size, k)), 1, 0)
+
+
+defbatch(solve_banded_p, _batch_banded)
+
+
+def solve_banded(l_and_u: tuple[int, int], ab: Any, b: Any, overwrite_ab: bool = False,
+                 overwrite_b: bool = False, check_finite: bool = True) -> Any:
+    """Solve ``a x = b`` for a banded ``a``, as ``scipy.linalg.solve_banded``.
+
+    ``(l, u)``: the numbers of nonzero lower and upper diagonals; ``ab``
+    (shape ``(l + u + 1, n)``) holds ``a`` in banded form,
+    ``ab[u + i - j, j] == a[i, j]`` (its unused corners are never read: their
+    gradient is zero). ``b`` is ``(n,)`` or ``(n, k)``. Differentiable in
+    ``ab`` and ``b`` (the adjoint is a banded solve with the transpose,
+    ``(u, l)``), to any order.
+
+    Examples:
+        >>> ab = np.array([[0.0, 1.0, 1.0], [4.0, 4.0, 4.0], [1.0, 1.0, 0.0]])  # tridiagonal
+        >>> solve_banded((1, 1), ab, np.array([5.0, 6.0, 5.0]))
+        array([1., 1., 1.])
+    """
+    l, u = (int(v) for v in l_and_u)
+    if not isinstance(ab, Traced):
+        ab = np.asarray(ab)
+    if not isinstance(b, Traced):
+        b = np.asarray(b)
+    if ab.ndim != 2 or ab.shape[0] != l + u + 1:
+        raise ValueError(f"solve_banded: invalid values for the number of lower and upper diagonals: "
+                         f"l+u+1 ({l + u + 1}) does not equal ab.shape[0] ({ab.shape[0] if ab.ndim else 0})")
+    if b.ndim not in (1, 2) or b.shape[0] != ab.shape[-1]:
+        raise ValueError(f"solve_banded: shape of ab {tuple(ab.shape)} and b {tuple(b.shape)} are incompatible")
+    vec = b.ndim == 1
+    x = solve_banded_p(ab, b[:, None] if vec else b, l=l, u=u)
+    return x[:, 0] if vec else x
 
 
 # --- cholesky ------------------------------------------------------------------------------------

@@ -15,12 +15,15 @@ They are written with ``tapegrad.numpy`` and ``tapegrad.scipy.special``, so
 gradients (in the value and the parameters), ``vmap`` and ``jit`` apply.
 
 The distribution functions use primitives of this module wrapping SciPy's
-``ndtr log_ndtr stdtr gammainc gammaincc betainc``; their derivatives in
-the value are the densities. Their derivatives in a shape parameter (``df``
-of ``t.cdf``, ``a`` of ``gamma.cdf``, ``a``/``b`` of ``beta.cdf``, ``mu`` of
-``poisson.cdf`` is fine: it is the value argument of ``gammaincc``) have no
-closed form: a gradient reaching one raises ``NotImplementedError`` naming
-the function and the argument.
+``ndtr log_ndtr stdtr`` and ``tapegrad.scipy.special``'s ``gammainc
+gammaincc betainc``; their derivatives in the value are the densities.
+Their derivatives in a shape parameter (``df`` of ``t.cdf``, ``a`` of
+``gamma.cdf``, ``a``/``b`` of ``beta.cdf``, ``df`` of ``chi2.cdf``) are
+those of the incomplete gamma and beta functions in their parameters
+(series and continued fractions, see ``tapegrad.scipy.special``): ``t``'s
+through ``stdtr(df, x) = 1/2 + sign(x)/2 I_w(1/2, df/2)`` with
+``w = x^2/(df + x^2)`` (for ``x^2 < df``; else the complementary form in
+``df/(df + x^2)``). All differentiate to any order.
 
 SciPy is imported only when one of the functions needing its values is
 called (``ImportError`` saying so if it is missing).
@@ -28,6 +31,7 @@ called (``ImportError`` saying so if it is missing).
 
 from __future__ import annotations
 
+import abc
 import functools
 import math
 from types import ModuleType
@@ -40,8 +44,10 @@ from tapegrad.batching import defbatch, elementwise_rule
 from tapegrad.core.primitive import defvjp, primitive
 from tapegrad.core.traced import value
 from tapegrad.scipy._lazy import scipy_module
-from tapegrad.scipy.special import (  # (their rules: the density in x)
+from tapegrad.scipy.special import (  # (their rules: the density in x, the series in the parameters)
+    _d_betainc_x,
     betainc,
+    betainc_dab,
     gammainc,
     gammaincc,
     gammaln,
@@ -78,16 +84,6 @@ log_ndtr = primitive(_log_ndtr, "log_ndtr", batched=True)
 stdtr = primitive(_stdtr, "stdtr", batched=True)
 
 
-def _no_closed_form(fn: str, arg: str) -> Any:
-    def maker(ans: Any, *args: Any, **kwargs: Any) -> Any:
-        def raise_(g: Any) -> Any:
-            raise NotImplementedError(
-                f"tapegrad.scipy.stats: the derivative of {fn} in its shape parameter `{arg}` has no "
-                f"closed form and is not implemented (differentiate in the value, loc and scale only)")
-        return raise_
-    return maker
-
-
 def _norm_pdf(x: Any) -> Any:
     return tnp.exp(-0.5 * x * x) / _SQRT_2PI
 
@@ -98,7 +94,21 @@ def _t_pdf(df: Any, x: Any) -> Any:
 
 defvjp(ndtr, lambda ans, x: lambda g: g * _norm_pdf(x))
 defvjp(log_ndtr, lambda ans, x: lambda g: g * tnp.exp(-0.5 * x * x - ans - _LOG_SQRT_2PI))
-defvjp(stdtr, _no_closed_form("t.cdf (stdtr)", "df"),
+def _stdtr_ddf(df: Any, x: Any) -> Any:
+    """``d/ddf stdtr(df, x)``, from ``betainc``'s derivatives (see the module docstring)."""
+    zero = x == 0
+    xs = tnp.where(zero, 1.0, x)
+    x2 = xs * xs
+    s = df + x2
+    sign = tnp.where(xs > 0, 0.5, -0.5)
+    w, z = x2 / s, df / s
+    dzdf = x2 / (s * s)  # = -dw/ddf
+    near = sign * (0.5 * betainc_dab(0.5, df / 2, w, j=0, l=1) - _d_betainc_x(0.5, df / 2, w) * dzdf)
+    far = -sign * (0.5 * betainc_dab(df / 2, 0.5, z, j=1, l=0) + _d_betainc_x(df / 2, 0.5, z) * dzdf)
+    return tnp.where(zero, 0.0, tnp.where(x2 < df, near, far))
+
+
+defvjp(stdtr, lambda ans, df, x: lambda g: g * _stdtr_ddf(df, x),
        lambda ans, df, x: lambda g: g * _t_pdf(df, x))
 
 for _f in (ndtr, log_ndtr, stdtr):
@@ -138,7 +148,22 @@ def _concrete(*xs: Any) -> bool:
     return all(isinstance(value(x), (np.ndarray, np.generic, int, float)) for x in xs)
 
 
-class _Continuous:
+class _Rvs:
+    """``rvs``: SciPy's random variates, passed through (no gradient)."""
+
+    _scipy_name = ""
+
+    def rvs(self, *args: Any, **kwargs: Any) -> Any:
+        """Random variates from ``scipy.stats.<name>.rvs`` with the same
+        arguments (``size``, ``random_state``...). Not differentiable: traced
+        arguments are read by value (``tg.value``) and the result is a plain
+        array."""
+        dist = getattr(scipy_module("stats", f"tapegrad.scipy.stats.{self._scipy_name}.rvs"), self._scipy_name)
+        plain = [np.asarray(value(a)) if hasattr(value(a), "shape") else value(a) for a in args]
+        return dist.rvs(*plain, **{k: value(v) for k, v in kwargs.items()})
+
+
+class _Continuous(abc.ABC, _Rvs):
     """A ``loc``/``scale`` family: subclasses give the standardized ``_logpdf``,
     ``_cdf``, ``_sf``, their support and the parameters' validity."""
 
@@ -148,11 +173,13 @@ class _Continuous:
     def _valid(self, *shape: Any) -> Any:
         return True
 
+    @abc.abstractmethod
     def _logpdf(self, z: Any, *shape: Any) -> Any:
-        raise NotImplementedError
+        """The standardized log density."""
 
+    @abc.abstractmethod
     def _cdf(self, z: Any, *shape: Any) -> Any:
-        raise NotImplementedError
+        """The standardized distribution function."""
 
     def _sf(self, z: Any, *shape: Any) -> Any:
         return 1.0 - self._cdf(z, *shape)
@@ -239,6 +266,8 @@ class _Continuous:
 class _Norm(_Continuous):
     """The normal distribution: ``norm.logpdf(x, loc=0, scale=1)``..."""
 
+    _scipy_name = "norm"
+
     def _logpdf(self, z: Any) -> Any:
         return -0.5 * z * z - _LOG_SQRT_2PI
 
@@ -258,6 +287,8 @@ class _Norm(_Continuous):
 class _T(_Continuous):
     """Student's t distribution: ``t.logpdf(x, df, loc=0, scale=1)``..."""
 
+    _scipy_name = "t"
+
     shapes = ("df",)
 
     def _valid(self, df: Any) -> Any:
@@ -275,6 +306,8 @@ class _T(_Continuous):
 
 class _Gamma(_Continuous):
     """The gamma distribution: ``gamma.logpdf(x, a, loc=0, scale=1)``..."""
+
+    _scipy_name = "gamma"
 
     shapes = ("a",)
     lower = 0.0
@@ -295,6 +328,8 @@ class _Gamma(_Continuous):
 class _Chi2(_Continuous):
     """The chi-squared distribution: ``chi2.logpdf(x, df, loc=0, scale=1)``..."""
 
+    _scipy_name = "chi2"
+
     shapes = ("df",)
     lower = 0.0
 
@@ -314,6 +349,8 @@ class _Chi2(_Continuous):
 class _Beta(_Continuous):
     """The beta distribution: ``beta.logpdf(x, a, b, loc=0, scale=1)``..."""
 
+    _scipy_name = "beta"
+
     shapes = ("a", "b")
     lower = 0.0
     upper = 1.0
@@ -331,8 +368,10 @@ class _Beta(_Continuous):
         return betainc(b, a, 1.0 - z)
 
 
-class _Poisson:
+class _Poisson(_Rvs):
     """The Poisson distribution: ``poisson.logpmf(k, mu, loc=0)``, ``pmf``, ``cdf``, ``logcdf``, ``sf``, ``logsf``."""
+
+    _scipy_name = "poisson"
 
     def logpmf(self, k: Any, mu: Any, loc: Any = 0) -> Any:
         """The log probability of ``k`` (-inf where ``k - loc`` is not a nonnegative integer)."""
@@ -370,12 +409,14 @@ class _Poisson:
         return tnp.log(self.sf(k, mu, loc))
 
 
-class _Dirichlet:
+class _Dirichlet(_Rvs):
     """The Dirichlet distribution: ``dirichlet.logpdf(x, alpha)``, ``pdf``.
 
     As SciPy: ``alpha`` has shape ``(K,)``; ``x`` has the components on its
     first axis, ``K`` of them or ``K - 1`` (the last is then ``1 - sum``).
     """
+
+    _scipy_name = "dirichlet"
 
     def _x(self, x: Any, alpha: Any) -> Any:
         alpha = tnp.asarray(alpha) if not hasattr(alpha, "ndim") else alpha
@@ -416,7 +457,7 @@ class _Dirichlet:
 _EPS_FACTOR = {np.dtype(np.float32): 1e3, np.dtype(np.float64): 1e6}
 
 
-class _MultivariateNormal:
+class _MultivariateNormal(_Rvs):
     """The multivariate normal: ``multivariate_normal.logpdf(x, mean=None, cov=1, allow_singular=False)``, ``pdf``.
 
     As SciPy: ``x`` has the components on its last axis; ``cov`` may be a
@@ -426,6 +467,8 @@ class _MultivariateNormal:
     (SciPy's pseudo-determinant and rank, -inf off the support; the gradient
     holds where the rank does not change nearby).
     """
+
+    _scipy_name = "multivariate_normal"
 
     def _params(self, mean: Any, cov: Any) -> tuple[int, Any, Any]:
         if mean is None:
@@ -499,6 +542,22 @@ class _MultivariateNormal:
     def pdf(self, x: Any, mean: Any = None, cov: Any = 1, allow_singular: bool = False) -> Any:
         """The density at ``x``: ``exp(logpdf)``."""
         return tnp.exp(self.logpdf(x, mean, cov, allow_singular))
+
+    def entropy(self, mean: Any = None, cov: Any = 1) -> Any:
+        """The differential entropy ``(r (1 + log 2 pi) + log pdet(cov)) / 2``, as SciPy's:
+        ``r`` the rank of ``cov`` and ``pdet`` its pseudo-determinant (the
+        determinant when it is positive definite). Differentiable in ``cov``
+        (where the rank does not change nearby); ``mean`` only sets the
+        dimension."""
+        dim, mean, cov = self._params(mean, cov)
+        s = tnp.linalg.eigvalsh(cov)
+        sv = value(s)
+        eps = _EPS_FACTOR.get(np.dtype(sv.dtype), 1e6) * np.finfo(sv.dtype).eps * tnp.max(tnp.abs(sv))
+        if _concrete(s) and np.min(sv) < -eps:
+            raise ValueError("The input matrix must be symmetric positive semidefinite.")
+        keep = sv > eps
+        log_pdet = tnp.sum(tnp.where(keep, tnp.log(tnp.where(keep, s, 1.0)), 0.0))
+        return 0.5 * (tnp.sum(keep) * (1.0 + _LOG_2PI) + log_pdet)
 
 
 def _quiet(fn: Any) -> Any:

@@ -100,6 +100,12 @@ def _check_scalar(out: Any, who: str, holomorphic: bool) -> None:
             f"{who} requires a scalar array output, but the function returned "
             f"{type(v).__name__}"
         )
+    if v.shape != () and v.size == 1:  # HIPS autograd accepts these: say the one-line port
+        raise TypeError(
+            f"{who} requires a scalar output, but the function returned an array of shape "
+            f"{v.shape} (size 1); return a scalar: end the function with `return out.reshape(())` "
+            "(or `out.sum()`, `out[0]`)"
+        )
     if v.shape != ():
         raise TypeError(
             f"{who} requires a scalar output, but the function returned an array of shape "
