@@ -49,7 +49,11 @@ def test_the_model_refuses_what_cupy_refuses(cp: Any) -> None:
     assert type(np.sum(x)) is cp.ndarray and np.sum(x).shape == ()  # reductions: 0-d device arrays
     assert type(np.sin(x) * np.float64(2.0) + 1) is cp.ndarray  # Python and NumPy scalars accepted
     with pytest.raises(TypeError):
-        np.add.at(x, [0], 1.0)  # CuPy's substitute: cupyx.scatter_add
+        np.add.at(x, [0], 1.0)  # (a list operand: refused, as every non-array operand)
+    np.add.at(x, cp.asarray([0]), 1.0)  # CuPy's ufunc.at (add, subtract, maximum, minimum, bitwise) ...
+    assert cp.asnumpy(x).tolist() == [2.0, 2.0]
+    with pytest.raises(NotImplementedError):
+        np.multiply.at(x, cp.asarray([0]), 2.0)  # ... and no other
 
 
 def test_the_model_counts_transfers(cp: Any) -> None:

@@ -30,12 +30,12 @@ def _traced(*xs: Any) -> bool:
 def _arr(a: Any) -> Any:
     if type(a) is Traced or hasattr(a, "ndim"):
         return a
-    return array(a) if _holds_traced(a) else np.asarray(a)
+    return array(a) if _holds_traced(a) or _device_list(a) else np.asarray(a)
 
 
 def _listed(a: Any) -> Any:
     """A list or tuple that holds traced values, as one traced array (NumPy's array_like)."""
-    return array(a) if type(a) is not Traced and _holds_traced(a) else a
+    return array(a) if type(a) is not Traced and (_holds_traced(a) or _device_list(a)) else a
 
 
 # --- reductions --------------------------------------------------------------------------
@@ -307,7 +307,7 @@ def take_along_axis(arr: Any, indices: Any, axis: Any) -> Any:
     flat = idx * strides[ax]
     for d in range(arr.ndim):
         if d != ax:
-            grid = xp.arange(shape[d]).reshape((-1,) + (1,) * (arr.ndim - d - 1))
+            grid = array_module(arr).arange(shape[d]).reshape((-1,) + (1,) * (arr.ndim - d - 1))
             flat = flat + grid * strides[d]
     return ravel(arr)[flat]
 
@@ -493,13 +493,29 @@ def _holds_traced(obj: Any) -> bool:
     return False
 
 
+def _leaves(obj: Any) -> list[Any]:
+    """The entries of nested lists and tuples."""
+    return [v for o in obj for v in _leaves(o)] if isinstance(obj, (list, tuple)) else [obj]
+
+
+def _device_list(obj: Any) -> bool:
+    """Whether ``obj`` is a list or tuple holding device (CuPy) arrays."""
+    return isinstance(obj, (list, tuple)) and array_module(*_leaves(obj)) is not np
+
+
+def _numbers(obj: Any) -> bool:
+    """Whether ``obj`` is a Python or NumPy scalar, or nested lists of them (no array)."""
+    return builtins.all(isinstance(v, (bool, int, float, complex, np.generic)) for v in _leaves(obj))
+
+
 def array(obj: Any, dtype: Any = None, *args: Any, **kw: Any) -> Any:
     if type(obj) is Traced:
         out = w.copy(obj)
-    elif _holds_traced(obj):
-        out = stack([array(o) for o in obj])
+    elif _holds_traced(obj) or _device_list(obj):
+        xp = array_module(*_leaves(obj))  # (numbers beside traced or device values go to their device)
+        out = stack([xp.asarray(o) if _numbers(o) else array(o) for o in obj])
     else:
-        return np.array(obj, dtype, *args, **kw)
+        return array_module(obj).array(obj, dtype, *args, **kw)
     return out if dtype is None else astype(out, dtype)
 
 
@@ -508,9 +524,9 @@ def array(obj: Any, dtype: Any = None, *args: Any, **kw: Any) -> Any:
 def asarray(a: Any, dtype: Any = None, *args: Any, **kw: Any) -> Any:
     if type(a) is Traced:
         return a if dtype is None or np.dtype(dtype) == a.dtype else astype(a, dtype)
-    if _holds_traced(a):
+    if _holds_traced(a) or _device_list(a):
         return array(a, dtype)
-    return np.asarray(a, dtype, *args, **kw)
+    return array_module(a).asarray(a, dtype, *args, **kw)
 
 
 def astype(x: Any, dtype: Any, copy: bool = True) -> Any:
@@ -527,7 +543,7 @@ def astype(x: Any, dtype: Any, copy: bool = True) -> Any:
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", **kw: Any) -> Any:
     if not _traced(fill_value):
-        return np.full(shape, fill_value, dtype=dtype, order=order, **kw)
+        return array_module(fill_value).full(shape, fill_value, dtype=dtype, order=order, **kw)
     fill = astype(fill_value, dtype) if dtype is not None else fill_value
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     return w.copy(w.broadcast_to(fill, shape))
@@ -545,7 +561,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
         return np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
     start, stop = _arr(start), _arr(stop)
     div = (num - 1) if endpoint else num
-    t = np.arange(num, dtype=np.result_type(value(start), value(stop), float(num)))
+    t = array_module(start, stop).arange(num, dtype=np.result_type(value(start), value(stop), float(num)))
     t = t / (div if div > 0 else 1)
     nd = builtins.max(start.ndim, stop.ndim)
     t = t.reshape((num,) + (1,) * nd)
