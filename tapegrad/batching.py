@@ -339,7 +339,8 @@ def _loop(name: str, again: Callable[..., Any], raw: list[Any], batched: list[bo
 def _bound_axis(bound: inspect.BoundArguments) -> tuple[Any, dict[str, Any]]:
     """The first argument, and the others as keywords with their defaults."""
     bound.apply_defaults()
-    kw = dict(bound.arguments)
+    params = bound.signature.parameters  # (defaults other than axis left out: CuPy's signatures are narrower)
+    kw = {k: v for k, v in bound.arguments.items() if k == "axis" or v is not params[k].default}
     first = next(iter(kw))
     return kw.pop(first), kw
 

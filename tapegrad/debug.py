@@ -49,7 +49,7 @@ def _has_nan(x: Any) -> bool:
     if dtype is None or dtype.kind not in "fc":
         return False
     return bool(np.isnan(v).any()) if isinstance(v, (np.ndarray, np.generic)) else bool(
-        type(v).__module__.startswith("cupy") and v.__array_namespace__().isnan(v).any())
+        type(v).__module__.startswith("cupy") and np.isnan(v).any())  # (CuPy 13: no __array_namespace__)
 
 
 def _checked_fun(prim: Primitive, fun: Callable[..., Any]) -> Callable[..., Any]:

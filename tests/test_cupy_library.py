@@ -49,7 +49,11 @@ def test_the_model_refuses_what_cupy_refuses(cp: Any) -> None:
     assert type(np.sum(x)) is cp.ndarray and np.sum(x).shape == ()  # reductions: 0-d device arrays
     assert type(np.sin(x) * np.float64(2.0) + 1) is cp.ndarray  # Python and NumPy scalars accepted
     with pytest.raises(TypeError):
-        np.add.at(x, [0], 1.0)  # CuPy's substitute: cupyx.scatter_add
+        np.add.at(x, [0], 1.0)  # (a list operand: refused, as every non-array operand)
+    np.add.at(x, cp.asarray([0]), 1.0)  # CuPy's ufunc.at (add, subtract, maximum, minimum, bitwise) ...
+    assert cp.asnumpy(x).tolist() == [2.0, 2.0]
+    with pytest.raises(NotImplementedError):
+        np.multiply.at(x, cp.asarray([0]), 2.0)  # ... and no other
 
 
 def test_the_model_counts_transfers(cp: Any) -> None:
@@ -262,3 +266,34 @@ def test_dlpack_round_trip(cp: Any) -> None:
     b = cp.from_dlpack(t)
     b[0] = 7.0
     assert float(a[0]) == 7.0  # shared memory, no copy
+
+
+# --- the distributed path's host staging (no MPI: the packing and staging functions) ---------------
+
+def test_distributed_staging_of_device_leaves(cp: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Device leaves are packed into one device buffer per dtype, copied to the host for an MPI
+    that is not CUDA-aware (one transfer per buffer), copied back and unpacked onto the device."""
+    from tapegrad import distributed as dist
+
+    monkeypatch.setenv("TAPEGRAD_MPI_CUDA_AWARE", "0")
+    monkeypatch.setattr(dist._S, "cuda_aware", None)
+    leaves = [cp.asarray([[1.0, 2.0], [3.0, 4.0]]), cp.asarray([5.0]), cp.asarray([1, 2], dtype=np.int32)]
+    packed = dist._Packed(leaves, "all_reduce")
+    assert [k for k, _ in packed.groups] == [(True, "<f8"), (True, "<i4")]
+    out: list[Any] = [None] * len(leaves)
+    for key, idx in packed.groups:
+        buf = packed.pack(key, idx)
+        assert type(buf) is cp.ndarray
+        TRANSFERS.reset()
+        sent = dist._to_mpi(buf, gpu=True)  # (what MPI would read: a host copy)
+        assert type(sent) is np.ndarray
+        if is_model(cp):
+            assert TRANSFERS.d2h == 1
+        dist._from_mpi(buf, sent * 2)  # (MPI's sum over two equal ranks; the mean of the floats)
+        packed.unpack(key, idx, buf, out, divide=2 if key[1] == "<f8" else 1)
+    for got, want in zip(out, leaves):
+        assert type(got) is cp.ndarray and got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(want) * (1 if want.dtype.kind == "f" else 2))
+    monkeypatch.setattr(dist._S, "cuda_aware", True)
+    buf = packed.pack(*packed.groups[0])
+    assert dist._to_mpi(buf, gpu=True) is buf  # CUDA-aware MPI reads device memory itself

@@ -152,7 +152,7 @@ def _rewrite_transpose(rw: Rewriter, ins: Instr) -> Var | None:
             and all(_ndim(rw.values[a.n] if type(a) is Var else a) == 2 for a in d.args)):
         a, b = d.args  # (its value: the traced one in C order, not a product computed again)
         return rw.emit_prim(MATMUL, (rw.transposed(b), rw.transposed(a)),
-                            np.ascontiguousarray(rw.values[ins.outs[0]]))
+                            rw.values[ins.outs[0]].copy())  # (C order, on its device)
     return None
 
 

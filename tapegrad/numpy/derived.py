@@ -31,7 +31,7 @@ def _traced(*xs: Any) -> bool:
 def _arr(a: Any) -> Any:
     if type(a) is Traced or hasattr(a, "ndim"):
         return a
-    return array(a) if _holds_traced(a) else np.asarray(a)
+    return array(a) if _holds_traced(a) or _device_list(a) else np.asarray(a)
 
 
 def known_keywords(name: str, kw: dict[str, Any], allowed: tuple[str, ...]) -> None:
@@ -46,7 +46,7 @@ def known_keywords(name: str, kw: dict[str, Any], allowed: tuple[str, ...]) -> N
 
 def _listed(a: Any) -> Any:
     """A list or tuple that holds traced values, as one traced array (NumPy's array_like)."""
-    return array(a) if type(a) is not Traced and _holds_traced(a) else a
+    return array(a) if type(a) is not Traced and (_holds_traced(a) or _device_list(a)) else a
 
 
 # --- reductions --------------------------------------------------------------------------
@@ -333,7 +333,7 @@ def take_along_axis(arr: ArrayLike, indices: Any, axis: Any) -> Array:
     flat = idx * strides[ax]
     for d in range(arr.ndim):
         if d != ax:
-            grid = xp.arange(shape[d]).reshape((-1,) + (1,) * (arr.ndim - d - 1))
+            grid = array_module(arr).arange(shape[d]).reshape((-1,) + (1,) * (arr.ndim - d - 1))
             flat = flat + grid * strides[d]
     return ravel(arr)[flat]
 
@@ -519,15 +519,31 @@ def _holds_traced(obj: Any) -> bool:
     return False
 
 
+def _leaves(obj: Any) -> list[Any]:
+    """The entries of nested lists and tuples."""
+    return [v for o in obj for v in _leaves(o)] if isinstance(obj, (list, tuple)) else [obj]
+
+
+def _device_list(obj: Any) -> bool:
+    """Whether ``obj`` is a list or tuple holding device (CuPy) arrays."""
+    return isinstance(obj, (list, tuple)) and array_module(*_leaves(obj)) is not np
+
+
+def _numbers(obj: Any) -> bool:
+    """Whether ``obj`` is a Python or NumPy scalar, or nested lists of them (no array)."""
+    return builtins.all(isinstance(v, (bool, int, float, complex, np.generic)) for v in _leaves(obj))
+
+
 def array(obj: ArrayLike, dtype: Any = None, *args: Any, **kw: Any) -> Array:
     if type(obj) is Traced or _holds_traced(obj):
         known_keywords("array", kw, ("copy", "order", "subok", "ndmin", "like"))
     if type(obj) is Traced:
         out = w.copy(obj)
-    elif _holds_traced(obj):
-        out = stack([array(o) for o in obj])
+    elif _holds_traced(obj) or _device_list(obj):
+        xp = array_module(*_leaves(obj))  # (numbers beside traced or device values go to their device)
+        out = stack([xp.asarray(o) if _numbers(o) else array(o) for o in obj])
     else:
-        return np.array(obj, dtype, *args, **kw)
+        return array_module(obj).array(obj, dtype, *args, **kw)
     return out if dtype is None else astype(out, dtype)
 
 
@@ -538,9 +554,9 @@ def asarray(a: ArrayLike, dtype: Any = None, *args: Any, **kw: Any) -> Array:
         known_keywords("asarray", kw, ("order", "device", "copy", "like"))
     if type(a) is Traced:
         return a if dtype is None or np.dtype(dtype) == a.dtype else astype(a, dtype)
-    if _holds_traced(a):
+    if _holds_traced(a) or _device_list(a):
         return array(a, dtype)
-    return np.asarray(a, dtype, *args, **kw)
+    return array_module(a).asarray(a, dtype, *args, **kw)
 
 
 def astype(x: Any, dtype: Any, copy: bool = True) -> Array:
@@ -557,7 +573,7 @@ def astype(x: Any, dtype: Any, copy: bool = True) -> Array:
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", **kw: Any) -> Array:
     if not _traced(fill_value):
-        return np.full(shape, fill_value, dtype=dtype, order=order, **kw)
+        return array_module(fill_value).full(shape, fill_value, dtype=dtype, order=order, **kw)
     fill = astype(fill_value, dtype) if dtype is not None else fill_value
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     return w.copy(w.broadcast_to(fill, shape))
@@ -579,7 +595,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
         return np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
     start, stop = _arr(start), _arr(stop)
     div = (num - 1) if endpoint else num
-    t = np.arange(num, dtype=np.result_type(value(start), value(stop), float(num)))
+    t = array_module(start, stop).arange(num, dtype=np.result_type(value(start), value(stop), float(num)))
     t = t / (div if div > 0 else 1)
     nd = builtins.max(start.ndim, stop.ndim)
     t = t.reshape((num,) + (1,) * nd)

@@ -136,7 +136,7 @@ def _vjp_rfft(ans: Any, a: Any, n: int, axis: int, norm: str) -> Any:
 def _vjp_irfft(ans: Any, a: Any, n: int, axis: int, norm: str) -> Any:
     size = a.shape[axis]
     bins = n // 2 + 1
-    weight = np.full(bins, 2.0)
+    weight = array_module(a).full(bins, 2.0)  # (on the input's device)
     weight[0] = 1.0
     if n % 2 == 0:
         weight[-1] = 1.0

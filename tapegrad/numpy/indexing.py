@@ -446,7 +446,7 @@ def _vjp_setitem_v(ans: Any, x: Any, idx: Index, v: Any) -> Rule:
 def _setitem_rule(args: Args, batched: Sequence[bool], size: int) -> Any:
     x, index, v = args
     if not batched[2] and type(v) is not Traced and not hasattr(v, "shape"):
-        v = np.asarray(v)  # (a list, a Python scalar)
+        v = array_module(x).asarray(v)  # (a list, a Python scalar: on x's device)
     own = _own_entries(index, (x, v))
     x = batch_all(x, batched[0], size)
     if any(_is_bool(index.key[i]) for i in own):

@@ -243,12 +243,12 @@ def _vjp_einsum(argnum: int, ans: Any, subscripts: str, *operands: Any, **kw: An
         n = x.shape[pos]
         if c in seen:  # a repeated index: the cotangent lives on a diagonal
             fresh = spare.pop()
-            extra.append((c + fresh, np.eye(n, dtype=value(x).dtype)))
+            extra.append((c + fresh, array_module(x).eye(n, dtype=value(x).dtype)))
             result += fresh
             continue
         seen[c] = pos
         if c not in avail:  # summed over this operand alone: broadcast back
-            extra.append((c, np.ones(n, dtype=value(x).dtype)))
+            extra.append((c, array_module(x).ones(n, dtype=value(x).dtype)))
         result += c
 
     def vjp(g: Any) -> Any:

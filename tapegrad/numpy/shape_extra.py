@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.backend import array_module
 from tapegrad.core.primitive import nondifferentiable
 from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import derived as d
@@ -53,7 +54,8 @@ class _AxisConcatenator:
     def __getitem__(self, key: Any) -> Any:
         if not isinstance(key, tuple):
             key = (key,)
-        if not _traced(*key):
+        xp = array_module(*[k for k in key if type(k) is Traced or hasattr(k, "ndim")])
+        if not _traced(*key) and xp is np:  # (CuPy's r_/c_ take no slices nor directives: the path below)
             return self._np[key]
         axis, ndmin, trans1d = self._axis, self._ndmin, self._trans1d
         objs: list[Any] = []
@@ -73,7 +75,7 @@ class _AxisConcatenator:
                     trans1d = parts[2]
                 continue
             if isinstance(item, slice):
-                obj = np.r_[item]  # a plain arange / linspace
+                obj = xp.asarray(np.r_[item])  # a plain arange / linspace
                 item_ndim = 1
             elif type(item) is not Traced and np.ndim(item) == 0 and not hasattr(item, "ndim") and not d._holds_traced(item):
                 scalars.append(len(objs))
@@ -88,9 +90,9 @@ class _AxisConcatenator:
         out = []
         for k, obj in enumerate(objs):
             if k in scalars:
-                obj = np.full((1,) * builtins.max(ndmin, 1), obj, dtype=final)
+                obj = xp.full((1,) * builtins.max(ndmin, 1), obj, dtype=final)
             elif type(obj) is not Traced:
-                obj = np.asarray(obj, dtype=final)
+                obj = xp.asarray(obj, dtype=final)
             out.append(obj)
         return d.concatenate(out, axis=axis)
 
@@ -240,7 +242,7 @@ def _diff(a: Any, n: int, axis: int, prepend: Any, append: Any) -> Any:
     for v, at_end in ((prepend, False), (append, True)):
         if v is np._NoValue:  # type: ignore[attr-defined]
             continue
-        v = _arr(v)
+        v = array_module(a).asarray(v) if d._numbers(v) else _arr(v)  # (numbers: on a's device)
         if v.ndim == 0:
             shape = list(a.shape)
             shape[axis] = 1
@@ -354,9 +356,9 @@ def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None, 
     small = info.min if neginf is None else neginf
     v = value(x)
     isnan, isinf, neg = np.isnan(v), np.isinf(v), np.signbit(v)
-    y = w.where3(isnan, np.asarray(nan, x.dtype), x)
-    y = w.where3(np.logical_and(isinf, np.logical_not(neg)), np.asarray(big, x.dtype), y)
-    return w.where3(np.logical_and(isinf, neg), np.asarray(small, x.dtype), y)
+    y = w.where3(isnan, array_module(x).asarray(nan, x.dtype), x)
+    y = w.where3(np.logical_and(isinf, np.logical_not(neg)), array_module(x).asarray(big, x.dtype), y)
+    return w.where3(np.logical_and(isinf, neg), array_module(x).asarray(small, x.dtype), y)
 
 
 def real_if_close(a: Any, tol: float = 100) -> Any:
@@ -410,7 +412,7 @@ def _pad_axis(a: Any, axis: int, lo: int, hi: int, mode: str, kw: dict[str, Any]
     shape_hi = a.shape[:axis] + (hi,) + a.shape[axis + 1 :]
     if mode in ("reflect", "symmetric"):  # reflect_type="odd": linear, not a gather; its matrix
         widths = [(lo, hi), (0, 0)]
-        mat = np.pad(np.eye(n, dtype=a.dtype), widths, mode=mode, reflect_type="odd")
+        mat = array_module(a).pad(array_module(a).eye(n, dtype=a.dtype), widths, mode=mode, reflect_type="odd")
         return d.moveaxis(w.matmul(d.moveaxis(a, axis, -1), mat.T), -1, axis)
     parts = []
     if mode == "linear_ramp":
@@ -418,7 +420,7 @@ def _pad_axis(a: Any, axis: int, lo: int, hi: int, mode: str, kw: dict[str, Any]
             if not width:
                 continue
             edge = a[_sl(nd, axis, slice(n - 1, n) if at_end else slice(0, 1))]
-            t = np.arange(width, dtype=a.dtype).reshape((-1,) + (1,) * (nd - axis - 1))
+            t = array_module(a).arange(width, dtype=a.dtype).reshape((-1,) + (1,) * (nd - axis - 1))
             ramp = t * ((edge - end) / width) + end
             parts.append((at_end, w.flip(ramp, axis) if at_end else ramp))
     else:  # maximum, minimum, mean, median of the first / last stat_length entries
@@ -441,7 +443,7 @@ def _pad_axis(a: Any, axis: int, lo: int, hi: int, mode: str, kw: dict[str, Any]
 
 
 def pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> Any:
-    if not _traced(array):
+    if not _traced(array) and (mode != "median" or type(array) is np.ndarray):  # (CuPy's pad has no median)
         return np.pad(array, pad_width, mode=mode, **kwargs)
     x = _arr(array)
     if callable(mode):

@@ -19,8 +19,9 @@ gradient; ``multigammaln`` is a sum of ``gammaln``; ``psi`` is ``digamma``):
     gammainc(a, .)' = x^(a-1) e^-x / Gamma(a)        gammaincc' = -gammainc'
     betainc(a, b, .)' = x^(a-1) (1-x)^(b-1) / B(a, b)
     erfinv' = sqrt(pi)/2 exp(erfinv^2)  erfcinv' = -sqrt(pi)/2 exp(erfcinv^2)
-    j0' = -j1   j1' = (j0 - j2)/2       jn(n, .)' = (j_{n-1} - j_{n+1})/2 (y the same)
-    i0' = i1    i1' = (i0 + i2)/2       iv(v, .)' = (i_{v-1} + i_{v+1})/2
+    j0' = -j1   j1' = j0 - j1/x         jn(n, .)' = (j_{n-1} - j_{n+1})/2 (y the same)
+    i0' = i1    i1' = i0 - i1/x         iv(v, .)' = (i_{v-1} + i_{v+1})/2
+    (j1' and i1' at 0: 1/2)
     ive(v, .)' = (ive_{v-1} + ive_{v+1})/2 - sign(x) ive
 
 The integer orders (``jn``/``yn``/``polygamma``'s ``n``) are not
@@ -365,6 +366,16 @@ def _bessel_x(f: Any, sign: int) -> Any:
     return lambda ans, v, x: lambda g: g * (0.5 * (f(v - 1, x) + sign * f(v + 1, x)))
 
 
+def _order_one_x(f0: Any, f1: Any) -> Any:
+    """d/dx f1 = f0 - f1 / x (``j1``, ``i1``), 1/2 at 0: the order 2 of the usual form spelled
+    with the orders 0 and 1 (``cupyx.scipy.special`` has no ``jv``/``iv``)."""
+    def rule(ans: Any, x: Any) -> Any:
+        zero = w.nondiff["equal"](x, 0)
+        safe = where(zero, 1.0, x)
+        return lambda g: g * where(zero, 0.5, f0(x) - f1(safe) / safe)
+    return rule
+
+
 def _vjp_rgamma(ans: Any, x: Any) -> Any:
     """-rgamma digamma; at the poles of gamma (0, -1, -2...), where that is 0 * nan,
     the limit cos(pi x) gamma(1 - x) (from the reflection formula)."""
@@ -397,13 +408,13 @@ _RULES: list[tuple[Any, tuple[Any, ...]]] = [
     (erfinv,    (lambda ans, x: lambda g: g * (_SQRT_PI_OVER_TWO * w.exp(ans * ans)),)),
     (erfcinv,   (lambda ans, x: lambda g: g * (-_SQRT_PI_OVER_TWO * w.exp(ans * ans)),)),
     (j0,        (lambda ans, x: lambda g: g * -j1(x),)),
-    (j1,        (lambda ans, x: lambda g: g * (0.5 * (j0(x) - jn(2, x))),)),
+    (j1,        (_order_one_x(j0, j1),)),
     (jn,        (None, _bessel_x(jn, -1))),  # the integer order: not differentiable
     (y0,        (lambda ans, x: lambda g: g * -y1(x),)),
     (y1,        (lambda ans, x: lambda g: g * (0.5 * (y0(x) - yn(2, x))),)),
     (yn,        (None, _bessel_x(yn, -1))),
     (i0,        (lambda ans, x: lambda g: g * i1(x),)),
-    (i1,        (lambda ans, x: lambda g: g * (0.5 * (i0(x) + iv(2, x))),)),
+    (i1,        (_order_one_x(i0, i1),)),
     (iv,        (lambda ans, v, x: lambda g: g * iv_dv(v, x, k=1), _bessel_x(iv, 1))),
     (ive,       (lambda ans, v, x: lambda g: g * ive_dv(v, x, k=1), _vjp_ive_x)),
 ]
@@ -431,7 +442,7 @@ def multigammaln(a: Any, d: int) -> Any:
     if not np.isscalar(d) or np.floor(d) != d:
         raise ValueError("d should be a positive integer (dimension)")
     av = value(a)
-    if type(av) is not Traced and np.any(np.asarray(av) <= 0.5 * (d - 1)):
+    if type(av) is not Traced and array_module(av) is np and np.any(np.asarray(av) <= 0.5 * (d - 1)):  # (device: no sync)
         raise ValueError(f"condition a ({av}) > 0.5 * (d-1) ({0.5 * (d - 1)}) not met")
     terms = gammaln(stack([a - (j - 1.0) / 2 for j in range(1, int(d) + 1)]))
     return (d * (d - 1) * 0.25) * np.log(np.pi) + w.sum(terms, axis=0)

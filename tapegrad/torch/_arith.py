@@ -23,7 +23,7 @@ from tapegrad.torch._graph import (
     exponents,
 )
 from tapegrad.torch._promote import _contiguous, _promote, _scalar_operand
-from tapegrad.torch._shape_errors import broadcast_mismatch, matmul_mismatch
+from tapegrad.torch._shape_errors import broadcast_mismatch, device_clash, matmul_mismatch
 from tapegrad.torch._tensor_base import (
     _ADD,
     _DIV,
@@ -42,11 +42,15 @@ from tapegrad.torch._tensor_base import (
 from tapegrad.torch._tensor_base import OpsBase as _Base
 
 
-def _as_pytorch_shapes(a: Any, b: Any, err: ValueError) -> Exception:
-    """PyTorch's RuntimeError for operands ``a``, ``b`` whose shapes do not
-    broadcast (NumPy's ``err`` said so), else ``err`` itself."""
-    if str(err).startswith("tapegrad: expected all arrays on one device"):  # (backend.array_module's)
-        return RuntimeError("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!")
+def _as_pytorch_shapes(a: Any, b: Any, err: Exception) -> Exception:
+    """PyTorch's RuntimeError for operands ``a``, ``b`` on two devices (CuPy's TypeError or
+    tapegrad's ValueError said so) or whose shapes do not broadcast (NumPy's ``err`` said so),
+    else ``err`` itself."""
+    mixed = device_clash(a, b)
+    if mixed is not None:
+        return mixed
+    if not isinstance(err, ValueError):
+        return err
     clash = broadcast_mismatch(np.shape(a), np.shape(b))
     return err if clash is None else clash
 
@@ -64,7 +68,7 @@ def binary_op(x: TensorBase, other: Any, fn: Any, name: str) -> Tensor:
     a, b, o = _operands(x, other)
     try:
         r = fn(a, b)
-    except ValueError as e:
+    except (ValueError, TypeError) as e:
         raise _as_pytorch_shapes(a, b, e) from None
     return _result(r, name, (x, o))
 
@@ -120,7 +124,7 @@ class ArithOps(_Base):
             if t is not None:
                 return t
             return _result(fn(a, b), name, (self, o))
-        except ValueError as e:
+        except (ValueError, TypeError) as e:
             raise _as_pytorch_shapes(a, b, e) from None
 
     # A float tensor and a Python float (x * 1.0001) need no promotion: the
@@ -185,8 +189,8 @@ class ArithOps(_Base):
     def __matmul__(self, other: Any) -> Tensor:
         try:
             return self._matmul(other)
-        except ValueError:
-            clash = matmul_mismatch(self.shape, np.shape(_v(other)))
+        except (ValueError, TypeError):
+            clash = device_clash(self._value, _v(other)) or matmul_mismatch(self.shape, np.shape(_v(other)))
             if clash is None:
                 raise
             raise clash from None
@@ -247,7 +251,11 @@ class ArithOps(_Base):
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
     def _compare(self, other: Any, fn: Any) -> Tensor:
-        return _const(fn(value(self._value), value(_v(other))))
+        a, b = value(self._value), value(_v(other))
+        try:
+            return _const(fn(a, b))
+        except TypeError as e:  # (CuPy's or NumPy's refusal of the other device's array)
+            raise device_clash(a, b) or e from None
 
     def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
         return self._compare(other, np.equal)

@@ -18,6 +18,7 @@ from tapegrad.numpy import primitives as tp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._graph import GT, SCALAR_TYPE, bump
 from tapegrad.torch._promote import _promote, _shape_arg
+from tapegrad.torch._shape_errors import device_clash
 from tapegrad.torch._tensor_base import Tensor, _new, _result, _v
 
 REQUIRES_FLOAT = "Only Tensors of floating point and complex dtype can require gradients"
@@ -558,6 +559,9 @@ BoolTensor = _legacy(D.bool_)
 
 def _common(tensors: Sequence[Tensor]) -> list[Any]:
     vals = [t._value for t in tensors]
+    clash = device_clash(*vals)  # (PyTorch's error for tensors on two devices)
+    if clash is not None:
+        raise clash
     dts = {v.dtype for v in vals}
     if len(dts) > 1:
         ref = vals[0]

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-__all__ = ["broadcast_mismatch", "matmul_mismatch"]
+from tapegrad.backend import array_module
+
+__all__ = ["broadcast_mismatch", "device_clash", "matmul_mismatch"]
 
 
 def broadcast_mismatch(sa: Sequence[int], sb: Sequence[int]) -> RuntimeError | None:
@@ -58,3 +61,15 @@ def matmul_mismatch(sa: Sequence[int], sb: Sequence[int]) -> RuntimeError | None
     batch = math.prod(np.broadcast_shapes(ba, bb))
     return RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{batch}, {k}] "
                         f"but got: [{batch}, {sb[-2]}].")
+
+
+_DEVICES = "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+
+
+def device_clash(*values: Any) -> RuntimeError | None:
+    """PyTorch's RuntimeError when ``values`` (arrays, traced values) lie on two devices, else None."""
+    try:
+        array_module(*values)
+    except ValueError:
+        return RuntimeError(_DEVICES)
+    return None

@@ -9,13 +9,15 @@ repository; ``core.pyx`` is ``cupy/_core/core.pyx``).
 - ``__array__`` raises ``TypeError('Implicit conversion to a NumPy array is not
   allowed. Please use `.get()` to construct a NumPy array explicitly.')``
   (``core.pyx``, ``ndarray.__array__``): ``np.asarray(x)`` on a device array fails.
-- ``__array_ufunc__`` (``core.pyx``): a NumPy ufunc *called* on a device array
-  runs CuPy's ufunc of the same name (``NotImplemented`` when CuPy has none);
+- ``__array_ufunc__`` (``core.pyx``): a NumPy or SciPy ufunc on a device array
+  runs CuPy's ufunc of the same name, from ``cupy`` or else ``cupyx.scipy.special``
+  (``NotImplemented`` when CuPy has none);
   operands must be device arrays, scalars of ``_scalar.scalar_type_set``
   (Python and NumPy scalars) or ``numpy.ndarray`` (which the CuPy ufunc then
-  refuses, below); anything else gives ``NotImplemented``. The ufunc's other
-  methods (``reduce``, ``accumulate``, ``outer``, ``at``) give ``NotImplemented``,
-  so ``np.add.at(x, ...)`` fails (CuPy's substitute is ``cupyx.scatter_add``).
+  refuses, below); anything else gives ``NotImplemented``. The ufunc's methods
+  ``reduce``, ``accumulate``, ``outer`` and ``at`` run CuPy's (``at`` only for
+  ``add``, ``subtract``, ``maximum``, ``minimum`` and the bitwise ufuncs, else
+  ``NotImplementedError``; ``reduceat``: none in the model, ``NotImplemented``).
 - ``__array_function__`` (``core.pyx``): a NumPy function runs the CuPy
   function found at the same path (``numpy.linalg.solve`` ->
   ``cupy.linalg.solve``); ``NotImplemented`` (so NumPy's ``TypeError: no
@@ -26,6 +28,8 @@ repository; ``core.pyx`` is ``cupy/_core/core.pyx``).
   ``_preprocess_args``), and so does this model for every other array-like
   object (one with ``__array__``/``__array_function__``) that is not a device
   array. Only ``cupy.asarray``/``cupy.array`` copy host data to the device.
+- An index list or host array is copied to the device (``cupy/_core``:
+  ``_prepare_slice_list``); an empty list is an empty ``int32`` index.
 - Reductions and scalar-valued functions return 0-d device arrays, never
   NumPy scalars (``cupy/_core/_reduction.pyx``); ``x[i]`` of a 1-d array is 0-d.
 - Functions accept only the keywords of CuPy's signature (``SIGNATURES`` in
@@ -149,7 +153,8 @@ def index_key(key: Any) -> Any:
         return key._a
     if isinstance(key, np.ndarray) or t is list:
         TRANSFERS.h2d += 1
-        return np.asarray(key)
+        k = np.asarray(key)
+        return k.astype(np.int32) if t is list and k.size == 0 else k  # (an empty list: no entries, int32)
     if _is_arraylike(key):
         raise unsupported(key)
     return key
@@ -417,11 +422,13 @@ class ndarray:
 
     # NumPy protocols
     def __array_ufunc__(self, uf: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if method not in ("__call__", "outer", "at", "reduce", "accumulate", "reduceat"):
+            return NotImplemented
+        f = NAMESPACE.get(uf.__name__) or NAMESPACE["__special__"].get(uf.__name__)
+        if not isinstance(f, ufunc) or not hasattr(f, method):
+            return NotImplemented
         if method != "__call__":
-            return NotImplemented
-        f = NAMESPACE.get(uf.__name__)
-        if not isinstance(f, ufunc):
-            return NotImplemented
+            f = getattr(f, method)
         out = kwargs.get("out")
         for x in inputs + (tuple(out) if isinstance(out, tuple) else ()):
             if not (hasattr(x, "__cuda_array_interface__") or type(x) in _SCALAR_TYPES

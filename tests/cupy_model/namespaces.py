@@ -88,16 +88,19 @@ LINALG = ["matrix_power", "cross", "matmul", "tensordot", "cholesky", "qr", "svd
           "lstsq", "inv", "pinv", "tensorinv"]
 FFT = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn",
        "irfftn", "hfft", "ihfft", "fftshift", "ifftshift"]
-# cupyx.scipy.special (cupyx/scipy/special/__init__.py)
-SPECIAL = ["erf", "erfc", "erfcx", "erfinv", "erfcinv", "gamma", "gammaln", "loggamma", "digamma", "psi",
-           "polygamma", "multigammaln", "zeta", "i0", "i0e", "i1", "i1e", "expit", "logit", "log_expit",
-           "log_ndtr", "ndtr", "ndtri", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "huber",
-           "pseudo_huber", "beta", "betaln", "gammainc", "gammaincc", "gammaincinv", "gammainccinv",
-           "softmax", "log_softmax", "logsumexp", "j0", "j1", "y0", "y1", "k0", "k1", "k0e", "k1e",
-           "exp1", "expi", "expn", "sinc", "boxcox", "boxcox1p", "betainc", "ellipk", "ellipkm1",
-           "sph_harm", "lpmv", "spence", "struve", "bdtr", "btdtr", "chdtr", "fdtr", "gdtr", "nbdtr",
-           "pdtr", "stdtr", "cbrt", "exp10", "exp2", "expm1", "log1p", "cosm1", "round", "sindg",
-           "cosdg", "tandg", "cotdg", "radian"]
+# cupyx.scipy.special: the names cupyx/scipy/special/__init__.py imports in CuPy 13 (no jv/jn,
+# iv, ive, kv: CuPy's Bessel functions are the orders 0 and 1, and yn)
+SPECIAL = ["i0", "i0e", "i1", "i1e", "j0", "j1", "k0", "k0e", "k1", "k1e", "y0", "y1", "yn", "spherical_yn",
+           "wright_bessel", "bdtr", "bdtrc", "bdtri", "btdtr", "btdtri", "fdtr", "fdtrc", "fdtri", "gdtr",
+           "gdtrc", "nbdtr", "nbdtrc", "nbdtri", "pdtr", "pdtrc", "pdtri", "chdtr", "chdtrc", "chdtri", "ndtr",
+           "log_ndtr", "ndtri", "logit", "expit", "log_expit", "boxcox", "boxcox1p", "inv_boxcox",
+           "inv_boxcox1p", "entr", "huber", "kl_div", "pseudo_huber", "rel_entr", "gamma", "gammaln",
+           "loggamma", "gammasgn", "gammainc", "gammaincinv", "gammaincc", "gammainccinv", "beta", "betaln",
+           "betainc", "betaincinv", "psi", "rgamma", "polygamma", "multigammaln", "digamma", "poch", "erf",
+           "erfc", "erfcx", "erfinv", "erfcinv", "lpmv", "sph_harm", "binom", "exp1", "expi", "expn",
+           "softmax", "log_softmax", "zeta", "zetac", "lambertw", "cbrt", "exp10", "exp2", "radian", "cosdg",
+           "sindg", "tandg", "cotdg", "log1p", "expm1", "exprel", "cosm1", "round", "xlogy", "xlog1py",
+           "logsumexp", "sinc", "ellipk", "ellipkm1", "ellipj", "ellipkinc", "ellipeinc"]
 
 
 def function(npf: Any, name: str, key: str | None = None) -> Any:
@@ -184,6 +187,18 @@ def _creation(npf: Any, name: str) -> Any:
         return wrap(npf(*unwrap(args), **unwrap(kwargs)))
     f.__name__ = name
     return f
+
+
+def _pad(npf: Any) -> Any:
+    """``cupy.pad`` (``cupy/_padding/pad.py``): NumPy's modes less ``median`` (commented out there)."""
+    f = function(npf, "pad")
+
+    def pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> Any:
+        if mode == "median":
+            raise ValueError("mode 'median' is not supported")
+        return f(array, pad_width, mode, **kwargs)
+    pad.__module__ = "cupy"
+    return pad
 
 
 def _scatter(ufname: str) -> Any:
@@ -328,6 +343,7 @@ def build() -> dict[str, types.ModuleType]:
     for name in ("zeros", "ones", "empty", "full", "eye", "identity", "arange", "linspace", "logspace",
                  "tri", "indices"):
         ns[name] = _creation(getattr(np, name), name)
+    ns["pad"] = _pad(np.pad)
     linalg = {n: function(getattr(np.linalg, n), n, f"linalg.{n}") for n in LINALG}
     linalg["LinAlgError"] = np.linalg.LinAlgError
     fft = {n: function(getattr(np.fft, n), n, f"fft.{n}") for n in FFT}
@@ -348,6 +364,7 @@ def build() -> dict[str, types.ModuleType]:
     mods["cupy.lib"].__path__ = []
     mods["cupy.lib.stride_tricks"] = tricks
     special = module("cupyx.scipy.special", {n: _special_function(n) for n in SPECIAL if hasattr(sps, n)})
+    NAMESPACE["__special__"] = special.__dict__  # (ufuncs of scipy.special on device arrays: core.pyx)
     scipy = module("cupyx.scipy", {"special": special})
     scipy.__path__ = []
     cupyx = module("cupyx", {"scatter_add": _scatter("add"), "scatter_max": _scatter("maximum"),

@@ -336,7 +336,7 @@ def _reduce(loss: Any, reduction: str) -> Any:
     if isinstance(loss, Tensor):
         return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
     if reduction == "mean":
-        return tnp.divide(tnp.sum(loss), np.asarray(loss.size, loss.dtype))
+        return tnp.divide(tnp.sum(loss), array_module(loss).asarray(loss.size, loss.dtype))  # (on its device)
     if reduction == "sum":
         return tnp.sum(loss)
     return loss

@@ -1,0 +1,127 @@
+"""The facade on ``device="cuda"``: each ``nn`` layer and loss gives the CPU's output and
+gradients; ops on tensors of two devices raise PyTorch's error; ``debug_nans`` on device
+arrays. Runs on real CuPy with a CUDA device, else on the CPU model of CuPy (the ``cp`` fixture)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.numpy as tnp
+
+
+def _layers(torch: Any) -> dict[str, tuple[Callable[[], Any], list[Any]]]:
+    nn = torch.nn
+    torch.manual_seed(1)
+    return {
+        "Linear": (lambda: nn.Linear(4, 3), [torch.randn(5, 4)]),
+        "Conv1d": (lambda: nn.Conv1d(2, 3, 3, padding=1), [torch.randn(2, 2, 7)]),
+        "Conv2d": (lambda: nn.Conv2d(2, 3, 3, stride=2), [torch.randn(2, 2, 7, 7)]),
+        "BatchNorm1d": (lambda: nn.BatchNorm1d(3), [torch.randn(6, 3)]),
+        "BatchNorm2d": (lambda: nn.BatchNorm2d(3), [torch.randn(2, 3, 4, 4)]),
+        "LayerNorm": (lambda: nn.LayerNorm(4), [torch.randn(3, 4)]),
+        "RNN": (lambda: nn.RNN(3, 4, batch_first=True), [torch.randn(2, 5, 3)]),
+        "LSTM": (lambda: nn.LSTM(3, 4, num_layers=2), [torch.randn(5, 2, 3)]),
+        "GRU": (lambda: nn.GRU(3, 4, bidirectional=True), [torch.randn(5, 2, 3)]),
+        "Embedding": (lambda: nn.Embedding(6, 3), [torch.tensor([[0, 2], [5, 1]])]),
+        "MultiheadAttention": (lambda: nn.MultiheadAttention(4, 2), [torch.randn(3, 2, 4)] * 3),
+        "Dropout_eval": (lambda: nn.Dropout(0.5).eval(), [torch.randn(3, 4)]),
+        "MaxPool2d": (lambda: nn.MaxPool2d(2), [torch.randn(1, 2, 4, 4)]),
+        "MSELoss": (lambda: nn.MSELoss(), [torch.randn(3, 4), torch.randn(3, 4)]),
+        "L1Loss": (lambda: nn.L1Loss(), [torch.randn(3, 4), torch.randn(3, 4)]),
+        "HuberLoss": (lambda: nn.HuberLoss(), [torch.randn(3, 4), torch.randn(3, 4)]),
+        "BCEWithLogitsLoss": (lambda: nn.BCEWithLogitsLoss(), [torch.randn(3, 4), torch.rand(3, 4)]),
+        "CrossEntropyLoss": (lambda: nn.CrossEntropyLoss(), [torch.randn(3, 4), torch.tensor([0, 3, 1])]),
+        "NLLLoss": (lambda: nn.NLLLoss(), [torch.randn(3, 4).log_softmax(1), torch.tensor([0, 3, 1])]),
+    }
+
+
+LAYERS = ["Linear", "Conv1d", "Conv2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "RNN", "LSTM", "GRU",
+          "Embedding", "MultiheadAttention", "Dropout_eval", "MaxPool2d", "MSELoss", "L1Loss", "HuberLoss",
+          "BCEWithLogitsLoss", "CrossEntropyLoss", "NLLLoss"]
+
+# layers that do not yet run on the device (open work, docs/gpu.md): their integer targets or
+# indices are read on the host (bounds checks, nll's mask built with NumPy) -- a fix removes its entry
+KNOWN_FAILING = {"Embedding", "CrossEntropyLoss", "NLLLoss"}
+
+
+def _run(torch: Any, make: Callable[[], Any], xs: list[Any], device: str) -> tuple[Any, list[Any]]:
+    torch.manual_seed(0)
+    m = make().to(device)
+    xs = [x.detach().clone().to(device) for x in xs]
+    for x in xs:
+        if x.dtype.is_floating_point:
+            x.requires_grad_(True)
+    out = m(*xs)
+    out = out[0] if isinstance(out, tuple) else out
+    out.pow(2).sum().backward()
+    return out, [p.grad for p in m.parameters()] + [x.grad for x in xs if x.requires_grad]
+
+
+def _matches(torch: Any, name: str) -> None:
+    make, xs = _layers(torch)[name]
+    out_cpu, grads_cpu = _run(torch, make, xs, "cpu")
+    out_dev, grads_dev = _run(torch, make, xs, "cuda")
+    assert out_dev.device.type == "cuda"
+    np.testing.assert_allclose(out_dev.detach().cpu().numpy(), out_cpu.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert len(grads_dev) == len(grads_cpu)
+    for g_dev, g_cpu in zip(grads_dev, grads_cpu):
+        assert g_dev.device.type == "cuda"
+        np.testing.assert_allclose(g_dev.cpu().numpy(), g_cpu.numpy(), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", LAYERS)
+def test_layer_on_cuda_matches_cpu(cp: Any, name: str) -> None:
+    """Output and every gradient (parameters and float inputs) equal the CPU's; the layers
+    in ``KNOWN_FAILING`` must still fail (a fix removes the entry)."""
+    import tapegrad.torch as torch
+
+    if name in KNOWN_FAILING:
+        with pytest.raises(TypeError, match="Implicit conversion to a NumPy array"):
+            _matches(torch, name)
+        return
+    _matches(torch, name)
+
+
+_MIXED: dict[str, Callable[[Any], Any]] = {
+    "mul_requires_grad": lambda t: t.ones(2, requires_grad=True) * t.ones(2).cuda(),
+    "mul_requires_grad_reflected": lambda t: t.ones(2).cuda() * t.ones(2, requires_grad=True),
+    "add_requires_grad": lambda t: t.ones(2, requires_grad=True) + t.ones(2).cuda(),
+    "div": lambda t: t.ones(2, requires_grad=True) / t.ones(2).cuda(),
+    "pow": lambda t: t.ones(2, requires_grad=True) ** t.ones(2).cuda(),
+    "matmul": lambda t: t.ones(2, 2, requires_grad=True) @ t.ones(2).cuda(),
+    "torch.matmul": lambda t: t.matmul(t.ones(2, 2), t.ones(2).cuda()),
+    "mm": lambda t: t.mm(t.ones(2, 2), t.ones(2, 2).cuda()),
+    "dot": lambda t: t.dot(t.ones(2), t.ones(2).cuda()),
+    "cat": lambda t: t.cat([t.ones(2), t.ones(2).cuda()]),
+    "cat_requires_grad": lambda t: t.cat([t.ones(2, requires_grad=True), t.ones(2).cuda()]),
+    "stack": lambda t: t.stack([t.ones(2), t.ones(2).cuda()]),
+    "maximum": lambda t: t.maximum(t.ones(2), t.ones(2).cuda()),
+    "F.linear": lambda t: t.nn.functional.linear(t.ones(3, 2), t.ones(4, 2).cuda()),
+    "eq": lambda t: t.ones(2) == t.ones(2).cuda(),
+    "lt": lambda t: t.ones(2) < t.ones(2).cuda(),
+}
+
+
+@pytest.mark.parametrize("op", list(_MIXED))
+def test_two_devices_raise_pytorchs_error(cp: Any, op: str) -> None:
+    import tapegrad.torch as torch
+
+    msg = "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+    with pytest.raises(RuntimeError, match=msg):
+        _MIXED[op](torch)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (the model's NumPy computes sqrt(-1))
+def test_debug_nans_on_device_arrays(cp: Any) -> None:
+    x = cp.asarray([1.0, -1.0])
+    with tg.debug_nans(), pytest.raises(FloatingPointError, match="`sqrt`"):
+        tg.grad(lambda x: tnp.sum(tnp.sqrt(x)))(x)
+    with tg.debug_nans():  # no NaN: the gradient, on the device
+        g = tg.grad(lambda x: tnp.sum(tnp.exp(x)))(x)
+    assert type(g) is cp.ndarray
+    np.testing.assert_allclose(cp.asnumpy(g), np.exp([1.0, -1.0]))
