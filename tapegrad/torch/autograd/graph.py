@@ -9,11 +9,13 @@ tensor (the leaf itself, for a leaf input).
 
 ``saved_tensors_hooks(pack, unpack)``: each op recorded inside the context
 has ``pack`` called on each tensor its node saves (in the order of the
-node's inputs, the result last), and when backward reaches the node,
-``unpack`` on each packed object. The rules still compute with the values
-they kept: an ``unpack`` that returns an equal tensor (the documented
-contract) gives the same gradients; one that returns something else is not
-used (PyTorch would use it), and packing saves no memory.
+node's inputs, the result last), and each time backward runs the node,
+``unpack`` on each packed object. The node's rules then run with what
+``unpack`` returned in place of the values they kept (their closures' cells
+are swapped for the call, and back after it), so, as in PyTorch, an
+``unpack`` that returns another tensor changes the gradient. A rule that
+computed its factor when recorded (``x ** c`` keeps ``c * x ** (c - 1)``)
+does not see the swap. Packing saves no memory: the rules keep their values.
 """
 
 from __future__ import annotations
@@ -156,38 +158,93 @@ def _pack(e: Any, pack: Callable[[Any], Any], unpack: Callable[[Any], Any]) -> N
         return
     view = _graph.view_of(e)
     positions, result = SAVES[e.name]
-    saved = []
+    saved, keys = [], []
     for k, _ in sorted(positions, reverse=True):  # (PyTorch packs ``other`` before ``self``)
         try:
-            saved.append(_saved(view, k))
+            t = _saved(view, k)
         except AttributeError:
             continue
+        if isinstance(t, Tensor):
+            saved.append(t)
+            keys.append(t._value._node if type(t._value) is Traced else t._value)
     if result:
         try:
             saved.append(_saved(view, -1))
         except AttributeError:
             pass
-    packed = [pack(t) for t in saved if isinstance(t, Tensor)]
-    _wrap_rules(e, packed, unpack)
+        else:  # (the rules keep the output, or its twin when they would otherwise hold the entry)
+            res = getattr(e, "res", None)
+            keys.append(e if res is None else res)
+    _wrap_rules(e, keys, [pack(t) for t in saved], unpack)
 
 
-def _wrap_rules(e: Any, packed: list[Any], unpack: Callable[[Any], Any]) -> None:
-    """Have the first of entry ``e``'s rules that backward runs unpack ``packed`` first."""
-    state: list[Any] = [packed]
+def _wrap_rules(e: Any, keys: list[Any], packed: list[Any], unpack: Callable[[Any], Any]) -> None:
+    """Have entry ``e``'s rules, when backward runs them, unpack ``packed``
+    and compute with what ``unpack`` returns in place of the values they
+    kept (``keys``: the tape node of each, the rules' twin of the output,
+    or the array of a constant)."""
+    vjps = e.vjps
+    rules = list(vjps) if type(vjps) is tuple else [vjps]
+    last: list[Any] = [None, None]  # the cotangent of the last call and the rules' results for it
 
-    def wrap(rule: Any) -> Any:
+    def run_all(g: Any) -> list[Any]:
+        subst = {}
+        for key, p in zip(keys, packed):
+            t = unpack(p)
+            subst[id(key)] = (key, t._value if isinstance(t, Tensor) else t)
+        undo: list[tuple[Any, Any]] = []
+        try:
+            for rule in rules:
+                _swap_cells(rule, subst, undo)
+            return [rule(g) for rule in rules]
+        finally:
+            for cell, v in reversed(undo):
+                cell.cell_contents = v
+
+    def wrap(k: int) -> Any:
         def run(g: Any) -> Any:
-            if state[0] is not None:
-                for p in state[0]:
-                    unpack(p)
-                state[0] = None
-            return rule(g)
+            if last[0] is not g or k == 0:  # (a node's rules run in order, with the same cotangent)
+                last[0], last[1] = g, run_all(g)
+            out = last[1][k]
+            if k == len(rules) - 1:
+                last[0] = last[1] = None
+            return out
 
-        run._tg_wrapped = rule  # type: ignore[attr-defined]
+        run._tg_wrapped = rules[k]  # type: ignore[attr-defined]
         return run
 
-    vjps = e.vjps
-    e.vjps = tuple(wrap(r) for r in vjps) if type(vjps) is tuple else wrap(vjps)
+    e.vjps = tuple(wrap(k) for k in range(len(rules))) if type(vjps) is tuple else wrap(0)
+
+
+def _swap_cells(fn: Any, subst: dict[int, tuple[Any, Any]], undo: list[tuple[Any, Any]], depth: int = 3) -> None:
+    """Put the substitutes ``subst`` (id of a tape node or array -> (it, the
+    new value)) in the closure cells of rule ``fn`` (and of the rules it
+    closes over) that hold those values; record in ``undo`` how to put the
+    old contents back."""
+    fn = getattr(fn, "_tg_wrapped", fn)
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        new = _substituted(v, subst)
+        if new is not v:
+            undo.append((cell, v))
+            cell.cell_contents = new
+        elif callable(v) and depth and not isinstance(v, type):
+            _swap_cells(v, subst, undo, depth - 1)
+
+
+def _substituted(v: Any, subst: dict[int, tuple[Any, Any]]) -> Any:
+    """``v`` with the values ``subst`` names replaced (itself when none is)."""
+    if type(v) is Traced:
+        hit = subst.get(id(v._node)) or subst.get(id(v))
+        return hit[1] if hit is not None and (hit[0] is v._node or hit[0] is v) else v
+    if type(v) in (tuple, list):
+        items = [_substituted(x, subst) for x in v]
+        return type(v)(items) if any(a is not b for a, b in zip(items, v)) else v
+    hit = subst.get(id(v))
+    return hit[1] if hit is not None and hit[0] is v else v
 
 
 class saved_tensors_hooks:  # noqa: N801  (PyTorch's name)
