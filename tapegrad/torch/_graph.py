@@ -74,9 +74,13 @@ class FacadeEntry(Entry):
       saved. ``view``: a weak reference to the ``grad_fn`` view, once one was
       made. Unset slots cost the hot path nothing: readers use
       ``getattr(entry, name, None)``.
+    - ``attrs``: the op's arguments PyTorch's node saves besides tensors
+      (``{"dim": (1,), "keepdim": False}``), set by ``note_attrs``;
+      ``grad_fn._saved_dim`` reads them.
     """
 
-    __slots__ = ("name", "shared", "held_inputs", "input_parents", "input_versions", "edges", "saved", "view")
+    __slots__ = ("name", "shared", "held_inputs", "input_parents", "input_versions", "edges", "saved", "view",
+                 "attrs")
     name: str | None
     shared: tuple[Any, int]
     held_inputs: Any
@@ -85,6 +89,7 @@ class FacadeEntry(Entry):
     edges: tuple[tuple[Any, int], ...]
     saved: tuple[Any, ...]
     view: weakref.ReferenceType[Any]
+    attrs: dict[str, Any]
 
 
 # The observers of recording: each is called with every new facade entry
@@ -226,6 +231,12 @@ class GradFn:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {hex(id(self))}>"
 
+    def __dir__(self) -> list[str]:
+        """The attributes, with the ``_saved_*`` ones PyTorch's node of this name has."""
+        names = list(super().__dir__())
+        lister = _saved_reader[1]
+        return names + (lister(self) if lister is not None else [])
+
     def __getattr__(self, name: str) -> Any:
         """``_saved_self``, ``_saved_result``... (the reader ``autograd/graph.py``
         registers with ``set_saved_reader``); only called on a miss."""
@@ -245,13 +256,32 @@ class GradFn:
 # keep c * x ** (c - 1)); written by ``Tensor.__pow__``, read by ``grad_fn._saved_exponent``
 exponents: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
-# what reads grad_fn._saved_* (tapegrad/torch/autograd/graph.py registers it)
-_saved_reader: list[Callable[[Any, str], Any] | None] = [None]
+# what reads grad_fn._saved_* and what lists them (tapegrad/torch/autograd/graph.py registers them)
+_saved_reader: list[Any] = [None, None]
 
 
-def set_saved_reader(fn: Callable[[Any, str], Any]) -> None:
-    """Have ``grad_fn._saved_<name>`` read by ``fn(grad_fn, "_saved_<name>")``."""
+def set_saved_reader(fn: Callable[[Any, str], Any], lister: Callable[[Any], list[str]] | None = None) -> None:
+    """Have ``grad_fn._saved_<name>`` read by ``fn(grad_fn, "_saved_<name>")``
+    and ``dir(grad_fn)`` list ``lister(grad_fn)`` too."""
     _saved_reader[0] = fn
+    _saved_reader[1] = lister
+
+
+def as_saved_dim(dim: Any) -> Any:
+    """A dimension argument as PyTorch's node saves it: as given, a negative
+    one as its unsigned 64-bit image (``-1`` -> ``2**64 - 1``), a list as a tuple."""
+    if isinstance(dim, (list, tuple)):
+        return tuple(as_saved_dim(d) for d in dim)
+    return int(dim) + 2**64 if dim < 0 else int(dim)
+
+
+def note_attrs(t: Any, **attrs: Any) -> Any:
+    """Keep ``attrs`` (the op's arguments PyTorch's node saves: ``dim``,
+    ``keepdim``...) on the facade entry that made tensor ``t``; returns ``t``."""
+    v = t._value
+    if type(v) is Traced and type(v._node) is FacadeEntry:
+        v._node.attrs = attrs
+    return t
 
 
 def _edge_node(t: Any) -> Any:
@@ -402,7 +432,10 @@ def core_view(core: Any) -> GradFn:
     ref = getattr(core, "view", None)
     node = ref() if ref is not None else None
     if node is None:
-        node = object.__new__(node_class(core_name(core.prim)))
+        name = core_name(core.prim)
+        if name == "SumToSizeBackward0":  # a broadcast gradient summed back (create_graph)
+            name = _sum_to_name(core)
+        node = object.__new__(node_class(name))
         edges = []
         for p in parents_of(core):
             if p.prim is not None:
@@ -414,6 +447,15 @@ def core_view(core: Any) -> GradFn:
         if type(core) is FacadeEntry:
             core.view = weakref.ref(node)
     return node
+
+
+def _sum_to_name(core: Any) -> str:
+    """The node PyTorch's ``sum_to`` ends with when it sums a broadcast
+    gradient back to an operand's shape: ``ViewBackward0`` when leading axes
+    go, else ``SumBackward1`` (a sum with ``keepdim``). (PyTorch has both
+    nodes; the facade one entry, named as the top one.)"""
+    parents = parents_of(core)
+    return "ViewBackward0" if len(parents) == 1 and len(parents[0].shape) > len(core.shape) else "SumBackward1"
 
 
 # leaf tensors that require grad, by tape index (the backward walk accumulates into them)
