@@ -563,7 +563,8 @@ def check_versions(order: list[Any]) -> None:
                     continue
                 if key is OUTPUT:
                     key = core
-                raise RuntimeError(version_message(_meta(key), vc.value, ver, key, None if key is core else vc))
+                raise _version_error(core, version_message(_meta(key), vc.value, ver, key,
+                                                           None if key is core else vc))
             continue
         parents = core.input_parents
         pos, out = _saves(decl, lambda j: j < len(parents) and parents[j] is not None)
@@ -580,14 +581,30 @@ def check_versions(order: list[Any]) -> None:
                 view = j is not None and type(j) is not int  # saved as the fused view (``weight.t()``)
                 if view:
                     meta.shape = meta.shape[::-1]
-                raise RuntimeError(version_message(meta, vc.value, ver, origin, vc, view=view))
+                raise _version_error(core, version_message(meta, vc.value, ver, origin, vc, view=view))
         if out:  # the result itself was modified in place (its counter was made after the op)
             vc = _counters.get(core)
             if vc is not None and vc.value:
-                raise RuntimeError(version_message(_meta(core), vc.value, 0, core))
+                raise _version_error(core, version_message(_meta(core), vc.value, 0, core))
 
 
 OUTPUT = object()  # in an entry's ``saved`` list: the entry's own output
+
+# what anomaly mode does when the backward of an entry meets a saved value changed
+# in place (it warns with the entry's forward traceback); None while it is off
+version_error_hook: list[Callable[[Any], None] | None] = [None]
+_ANOMALY_HINT = ("Hint: the backtrace further above shows the operation that failed to compute its gradient. "
+                 "The variable in question was changed in there or anywhere later. Good luck!")
+
+
+def _version_error(core: Any, message: str) -> RuntimeError:
+    """The error for entry ``core``'s saved value changed in place: with
+    anomaly mode on, its warning first and PyTorch's hint for that case."""
+    hook = version_error_hook[0]
+    if hook is None:
+        return RuntimeError(message)
+    hook(core)
+    return RuntimeError(message[:message.index("Hint: ")] + _ANOMALY_HINT)
 
 
 def saved_key(v: Any) -> Any:

@@ -108,9 +108,11 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
         if enabled:
             _graph.add_observer(on_record)
             _graph.use_walk(anomaly_backprop)
+            _graph.version_error_hook[0] = _warn_version_error
         else:
             _graph.remove_observer(on_record)
             _graph.use_walk(None)
+            _graph.version_error_hook[0] = None
 
 
 # --- the checked backward walk ----------------------------------------------------------------
@@ -186,6 +188,11 @@ def _warn(name: str, trace: Any) -> None:
         pstack, parent = ptrace
         warnings.warn(f"\n\nPrevious calculation was induced by {pname}. Traceback of forward call that "
                       f"induced the previous calculation:\n{''.join(pstack.format())}", stacklevel=level)
+
+
+def _warn_version_error(entry: Any) -> None:
+    """The warning for ``entry``, whose backward found a saved value changed in place."""
+    _warn(node_name(entry), _traces.get(entry))
 
 
 def anomaly_backprop(entries: Iterable[Any], ct: dict[int, Any], retain: bool,
