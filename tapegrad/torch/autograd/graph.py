@@ -243,7 +243,7 @@ def _attr_value(grad_fn: Any, name: str, key: str) -> Any:
     if what:
         pos = _NODE_POSITIONS.get(name, {}).get(base, _POSITIONS.get(base))
         found = None if pos is None else _input_shape(core, pos)
-        if found is None:
+        if found is None or pos is None:
             return _MISSING
         shape, transposed = found
         if what == "sizes":
