@@ -277,7 +277,9 @@ def as_saved_dim(dim: Any) -> Any:
 
 def note_attrs(t: Any, **attrs: Any) -> Any:
     """Keep ``attrs`` (the op's arguments PyTorch's node saves: ``dim``,
-    ``keepdim``...) on the facade entry that made tensor ``t``; returns ``t``."""
+    ``keepdim``..., as the op was given them; ``grad_fn._saved_*`` converts
+    them as PyTorch saves them) on the facade entry that made tensor ``t``;
+    returns ``t``."""
     v = t._value
     if type(v) is Traced and type(v._node) is FacadeEntry:
         v._node.attrs = attrs

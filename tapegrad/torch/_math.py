@@ -20,7 +20,7 @@ from tapegrad.scipy import special as tsp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _prims as P
 from tapegrad.torch._arith import _operands, binary_op
-from tapegrad.torch._graph import SCALAR_TYPE, as_saved_dim, node_class, note_attrs
+from tapegrad.torch._graph import SCALAR_TYPE, node_class, note_attrs
 from tapegrad.torch._promote import _cast, _default_float, _dims, _scalar_operand
 from tapegrad.torch._tensor_base import _LOGSUMEXP, Tensor, _new, _rec1, _result, _v
 from tapegrad.torch._tensor_base import OpsBase as _Base
@@ -171,7 +171,7 @@ class MathOps(_Base):
         t = _rec1(fn.primitive, a, name, self, {"axis": dim})
         if t is None:
             t = _result(fn(a, dim), name, (self,))
-        return note_attrs(t, dim=as_saved_dim(dim))
+        return note_attrs(t, dim=dim)
 
     def logsumexp(self, dim: Any, keepdim: builtins.bool = False) -> Tensor:
         kw = {"axis": _dims(dim, self.ndim), "keepdims": keepdim}

@@ -18,7 +18,7 @@ from tapegrad.numpy import primitives as tp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _prims as P
 from tapegrad.torch._batched import _const
-from tapegrad.torch._graph import SCALAR_TYPE, as_saved_dim, note_attrs
+from tapegrad.torch._graph import SCALAR_TYPE, note_attrs
 from tapegrad.torch._promote import _cast, _dim, _dims
 from tapegrad.torch._tensor_base import _MEAN, _SUM, Tensor, _multi, _new, _rec1, _result, _viewed
 from tapegrad.torch._tensor_base import OpsBase as _Base
@@ -83,13 +83,12 @@ class ReductionOps(_Base):
                     return t
             return _result(tnp.sum(a, dtype=dt), "SumBackward0", (self,))
         axis = _dims(dim, a.ndim)
-        saved = as_saved_dim(dim if isinstance(dim, (list, tuple)) else (dim,))
         if dt is None:
             t = _rec1(_SUM, a, "SumBackward1", self, {"axis": axis, "keepdims": keepdim})
             if t is not None:
-                return note_attrs(t, dim=saved, keepdim=keepdim)
+                return note_attrs(t, dim=dim, keepdim=keepdim)
         return note_attrs(_result(tnp.sum(a, axis=axis, keepdims=keepdim, dtype=dt), "SumBackward1", (self,)),
-                          dim=saved, keepdim=keepdim)
+                          dim=dim, keepdim=keepdim)
 
     def nansum(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         a = self._value
@@ -110,7 +109,7 @@ class ReductionOps(_Base):
         t = _rec1(_MEAN, a, name, self, kw)
         t = t if t is not None else _result(tp.mean(a, **(kw or {})), name, (self,))
         if dim is not None:
-            note_attrs(t, dim=as_saved_dim(dim if isinstance(dim, (list, tuple)) else (dim,)), keepdim=keepdim)
+            note_attrs(t, dim=dim, keepdim=keepdim)
         return t
 
     def prod(self, dim: Any = None, keepdim: builtins.bool = False, dtype: Any = None) -> Tensor:

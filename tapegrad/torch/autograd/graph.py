@@ -175,6 +175,7 @@ _NODE_POSITIONS: dict[str, dict[str, int]] = {
     "AddmmBackward0": {"mat1": 1, "mat2": 2}, "MseLossBackward0": {"target": 1},
     "BinaryCrossEntropyWithLogitsBackward0": {"target": 1, "weight": 2, "pos_weight": 3},
 }
+_DIM_LISTS = frozenset({"SumBackward1", "MeanBackward1"})  # nodes that save ``dim`` as a list
 _DEFAULTS = {"alpha": 1, "beta": 1, "reduction": 1}  # (PyTorch's enum: 1 is "mean")
 _MISSING = object()
 
@@ -238,7 +239,12 @@ def _attr_value(grad_fn: Any, name: str, key: str) -> Any:
         return _MISSING
     attrs = getattr(core, "attrs", None) or {}
     if key in attrs:
-        return attrs[key]
+        v = attrs[key]
+        if key in ("dim", "dims", "dim0", "dim1"):
+            if name in _DIM_LISTS and not isinstance(v, (list, tuple)):
+                v = (v,)
+            v = _graph.as_saved_dim(v)
+        return v
     base, _, what = key.partition("_sym_")
     if what:
         pos = _NODE_POSITIONS.get(name, {}).get(base, _POSITIONS.get(base))
