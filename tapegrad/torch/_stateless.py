@@ -15,7 +15,6 @@ from typing import Any
 
 from tapegrad.torch import _creation
 from tapegrad.torch._tensor import Tensor
-from tapegrad.torch.nn.modules.module import Module
 
 __all__ = ["FunctionalModule", "FunctionalModuleWithBuffers", "functional_call", "make_functional",
            "make_functional_with_buffers", "stack_module_state"]
@@ -179,13 +178,13 @@ def _stacked_leaf(tensors: list[Tensor], name: str) -> Tensor:
     return out
 
 
-class FunctionalModule(Module):
+class FunctionalModule:
     """The function ``make_functional`` returns: ``fmodel(params, *args, **kwargs)``
     calls a copy of the module with ``params`` (in ``named_parameters()`` order)
-    in place of its parameters."""
+    in place of its parameters. ``train()``/``eval()`` set the copy's mode.
+    (functorch's is an ``nn.Module``; this one is not: it has no parameters.)"""
 
     def __init__(self, stateless_model: Any, param_names: tuple[str, ...]) -> None:
-        super().__init__()
         self.stateless_model = stateless_model
         self.param_names = param_names
 
@@ -195,9 +194,27 @@ class FunctionalModule(Module):
             raise ValueError(f"{type(self).__name__}: expected {len(names)} tensors, got {len(tensors)}")
         return functional_call(self.stateless_model, dict(zip(names, tensors)), tuple(args), kwargs)
 
-    def forward(self, params: Any, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, params: Any, *args: Any, **kwargs: Any) -> Any:
         """``stateless_model(*args, **kwargs)`` with ``params`` as its parameters."""
         return self._call(params, self.param_names, args, kwargs)
+
+    def train(self, mode: bool = True) -> FunctionalModule:
+        """Put the module copy in training mode (``mode=False``: evaluation); returns self."""
+        self.stateless_model.train(mode)
+        return self
+
+    def eval(self) -> FunctionalModule:
+        """Put the module copy in evaluation mode; returns self."""
+        return self.train(False)
+
+    @property
+    def training(self) -> bool:
+        """Whether the module copy is in training mode."""
+        return bool(self.stateless_model.training)
+
+    def __repr__(self) -> str:
+        inner = repr(self.stateless_model).replace("\n", "\n  ")
+        return f"{type(self).__name__}(\n  (stateless_model): {inner}\n)"
 
 
 class FunctionalModuleWithBuffers(FunctionalModule):
@@ -208,7 +225,7 @@ class FunctionalModuleWithBuffers(FunctionalModule):
         super().__init__(stateless_model, param_names)
         self.buffer_names = buffer_names
 
-    def forward(self, params: Any, buffers: Any, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, params: Any, buffers: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         """``stateless_model(*args, **kwargs)`` with those parameters and buffers."""
         return self._call(tuple(params) + tuple(buffers), self.param_names + self.buffer_names, args, kwargs)
 

@@ -1,6 +1,6 @@
 """``torch.autograd.backward`` and ``torch.autograd.grad``: the reverse pass driven from tensors.
 
-Both seed ``tapegrad.torch._graph.run_backward`` at the output tensors;
+Both seed ``tapegrad.torch._backward.run_backward`` at the output tensors;
 ``backward`` accumulates the cotangents into the leaves' ``.grad`` (running
 their hooks), ``grad`` returns them. Kept apart from ``autograd/__init__.py``
 so that ``functional`` and ``gradcheck`` import them without importing their
@@ -15,7 +15,8 @@ import numpy as np
 
 from tapegrad.core.traced import Traced, value
 from tapegrad.torch import _dtype as D
-from tapegrad.torch._graph import GT, bump, leaf_tensor, run_backward, tensor_hooks
+from tapegrad.torch._backward import run_backward
+from tapegrad.torch._graph import GT, bump, leaf_tensor, tensor_hooks
 from tapegrad.torch._tensor import Tensor
 from tapegrad.torch._tensor_base import _new, _node, _own, _v
 

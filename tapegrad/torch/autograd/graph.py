@@ -28,7 +28,7 @@ import numpy as np
 
 from tapegrad.core.tape import Entry, parents_of
 from tapegrad.core.traced import Traced
-from tapegrad.torch import _graph
+from tapegrad.torch import _backward, _graph
 from tapegrad.torch._graph import SAVES, FacadeEntry, GradFn, inputs_of
 from tapegrad.torch._missing import missing_names
 from tapegrad.torch._tensor import Tensor
@@ -46,7 +46,7 @@ _POSITIONS = {"self": 0, "input": 0, "other": 1, "mat2": 1, "vec": 1, "exponent"
 def _rules(core: Any) -> list[Any]:
     vjps = core.vjps
     if vjps is None:
-        raise RuntimeError(_graph.SECOND_BACKWARD)
+        raise RuntimeError(_backward.SECOND_BACKWARD)
     return list(vjps) if type(vjps) is tuple else [vjps]
 
 
