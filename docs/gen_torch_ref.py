@@ -39,7 +39,8 @@ TOP_GROUPS = {
 
 # the submodules that get a section, in page order (relative to ``torch``)
 NAMESPACES = (
-    "nn", "nn.functional", "nn.init", "nn.utils", "optim", "optim.lr_scheduler", "utils.data",
+    "nn", "nn.functional", "nn.init", "nn.utils", "nn.parallel", "optim", "optim.lr_scheduler", "utils.data",
+    "utils.benchmark",
     "autograd", "autograd.functional", "autograd.forward_ad", "autograd.graph", "func", "linalg",
 )
 

@@ -312,7 +312,7 @@ def anomaly_off() -> Any:
 
 def test_anomaly_switches(anomaly_off: Any) -> None:
     from tapegrad.core.tape import backprop
-    from tapegrad.torch import _graph
+    from tapegrad.torch import _backward, _graph
 
     assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == (False, True)
     with pytest.warns(UserWarning, match="^Anomaly Detection has been enabled. This mode will increase the "
@@ -320,9 +320,9 @@ def test_anomaly_switches(anomaly_off: Any) -> None:
         ctx = torch.autograd.detect_anomaly(check_nan=False)
     with ctx:
         assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == (True, False)
-        assert _graph._walk[0] is not backprop and _graph.observers
+        assert _backward._walk[0] is not backprop and _graph.observers
     assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == (False, True)
-    assert not _graph.observers and _graph._walk[0] is backprop  # the plain path is untouched
+    assert not _graph.observers and _backward._walk[0] is backprop  # the plain path is untouched
     torch.autograd.set_detect_anomaly(True, check_nan=False)  # takes effect at once
     assert (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == (True, False)
     torch.autograd.set_detect_anomaly(False)

@@ -175,12 +175,18 @@ defbatch(matmul, _matmul_rule)
 def _linear(x: Any, w: Any, b: Any) -> Any:
     """``x @ w.T + b`` with ``x`` of shape (N, in), ``w`` (out, in), ``b``
     (out,): a dense layer as ONE tape entry (a composition records three and
-    keeps the product), the bias added in place where the dtypes allow."""
+    keeps the product), the bias added in place where the dtypes allow.
+    Leading axes are folded into the rows of one product, so that a batch
+    (``vmap``) rounds as the same rows unbatched do."""
+    lead = x.shape[:-1]
+    if len(lead) > 1:
+        x = x.reshape(-1, x.shape[-1])
     out = x @ w.T
     if out.dtype == b.dtype:
         out += b
-        return out
-    return out + b
+    else:
+        out = out + b
+    return out.reshape(lead + out.shape[-1:]) if len(lead) > 1 else out
 
 linear = primitive(_linear, "linear", batched=True)
 

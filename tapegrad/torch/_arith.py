@@ -21,6 +21,7 @@ from tapegrad.torch._graph import (
     GT,
     SCALAR_TYPE,
     exponents,
+    note_attrs,
 )
 from tapegrad.torch._promote import _contiguous, _promote, _scalar_operand
 from tapegrad.torch._shape_errors import broadcast_mismatch, device_clash, matmul_mismatch
@@ -434,7 +435,7 @@ def _matmul_composite(x: TensorBase, y: TensorBase, a: Any, b: Any) -> Tensor:
     if a.ndim == 1:
         u = _result(tnp.expand_dims(a, 0), "UnsqueezeBackward0", (x,))
         m = _result(tnp.matmul(u._value, b), "MmBackward0", (u, y))
-        return _result(tnp.squeeze(m._value, 0), "SqueezeBackward4", (m,))
+        return note_attrs(_result(tnp.squeeze(m._value, 0), "SqueezeBackward4", (m,)), dim=0)
     f = _result(tnp.reshape(a, (-1, a.shape[-1])), "ViewBackward0", (x,))
     m = _result(tnp.matmul(f._value, b), "MmBackward0" if b.ndim == 2 else "MvBackward0", (f, y))
     return _result(tnp.reshape(m._value, a.shape[:-1] + b.shape[1:]), "UnsafeViewBackward0", (m,))

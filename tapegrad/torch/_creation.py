@@ -16,7 +16,7 @@ from tapegrad.backend import import_cupy
 from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import primitives as tp
 from tapegrad.torch import _dtype as D
-from tapegrad.torch._graph import GT, SCALAR_TYPE, bump
+from tapegrad.torch._graph import GT, SCALAR_TYPE, bump, note_attrs
 from tapegrad.torch._promote import _promote, _shape_arg
 from tapegrad.torch._shape_errors import device_clash
 from tapegrad.torch._tensor_base import Tensor, _new, _result, _v
@@ -575,7 +575,8 @@ def _common(tensors: Sequence[Tensor]) -> list[Any]:
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate along ``dim`` (``CatBackward0``)."""
     tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors)
-    return _result(tnp.concatenate(_common(tensors), axis=dim), "CatBackward0", tuple(tensors))
+    return note_attrs(_result(tnp.concatenate(_common(tensors), axis=dim), "CatBackward0", tuple(tensors)),
+                      dim=dim)
 
 
 concat = concatenate = cat
@@ -583,7 +584,8 @@ concat = concatenate = cat
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Stack along a new axis ``dim`` (``StackBackward0``)."""
-    return _result(tnp.stack(_common(tensors), axis=dim), "StackBackward0", tuple(tensors))
+    return note_attrs(_result(tnp.stack(_common(tensors), axis=dim), "StackBackward0", tuple(tensors)),
+                      dim=dim)
 
 
 def hstack(tensors: Sequence[Tensor]) -> Tensor:

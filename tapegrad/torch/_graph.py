@@ -1,4 +1,4 @@
-"""The facade's graph: grad mode, ``grad_fn`` nodes and the backward walk.
+"""The facade's graph: grad mode, ``grad_fn`` nodes, what they saved and its versions.
 
 There is one facade tape, ``GT`` (a ``tapegrad.core.graph_tape.GraphTape``): it
 records while grad mode is on (its per-thread switch), and its graph is owned
@@ -6,7 +6,7 @@ by the values that reach it. ``grad_fn`` objects are views over its nodes:
 one per facade op, named as PyTorch names them, with ``next_functions``
 pointing at the ``grad_fn`` of each input (or the input's
 ``AccumulateGrad`` when it is a leaf). ``backward`` is the tape's reverse
-walk (``tapegrad.core.tape.backprop``) seeded at the root.
+walk (``tapegrad.core.tape.backprop``) seeded at the root (``_backward.py``).
 """
 
 from __future__ import annotations
@@ -24,11 +24,8 @@ from numpy import ndarray
 from tapegrad.core.graph_tape import (
     FRESH_REFS,
     GraphTape,
-    connect_residuals,
-    disconnect_residuals,
-    reachable,
 )
-from tapegrad.core.tape import Entry, FreedGraphError, backprop, next_index, parents_of, tracing
+from tapegrad.core.tape import Entry, next_index, parents_of
 from tapegrad.core.traced import Traced, value
 from tapegrad.torch._storage import (  # noqa: F401  (bump, counter_of, version_of: the facade's API here too)
     VersionCounter,
@@ -74,9 +71,13 @@ class FacadeEntry(Entry):
       saved. ``view``: a weak reference to the ``grad_fn`` view, once one was
       made. Unset slots cost the hot path nothing: readers use
       ``getattr(entry, name, None)``.
+    - ``attrs``: the op's arguments PyTorch's node saves besides tensors
+      (``{"dim": (1,), "keepdim": False}``), set by ``note_attrs``;
+      ``grad_fn._saved_dim`` reads them.
     """
 
-    __slots__ = ("name", "shared", "held_inputs", "input_parents", "input_versions", "edges", "saved", "view")
+    __slots__ = ("name", "shared", "held_inputs", "input_parents", "input_versions", "edges", "saved", "view",
+                 "attrs")
     name: str | None
     shared: tuple[Any, int]
     held_inputs: Any
@@ -85,6 +86,7 @@ class FacadeEntry(Entry):
     edges: tuple[tuple[Any, int], ...]
     saved: tuple[Any, ...]
     view: weakref.ReferenceType[Any]
+    attrs: dict[str, Any]
 
 
 # The observers of recording: each is called with every new facade entry
@@ -226,6 +228,12 @@ class GradFn:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {hex(id(self))}>"
 
+    def __dir__(self) -> list[str]:
+        """The attributes, with the ``_saved_*`` ones PyTorch's node of this name has."""
+        names = list(super().__dir__())
+        lister = _saved_reader[1]
+        return names + (lister(self) if lister is not None else [])
+
     def __getattr__(self, name: str) -> Any:
         """``_saved_self``, ``_saved_result``... (the reader ``autograd/graph.py``
         registers with ``set_saved_reader``); only called on a miss."""
@@ -245,13 +253,34 @@ class GradFn:
 # keep c * x ** (c - 1)); written by ``Tensor.__pow__``, read by ``grad_fn._saved_exponent``
 exponents: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
-# what reads grad_fn._saved_* (tapegrad/torch/autograd/graph.py registers it)
-_saved_reader: list[Callable[[Any, str], Any] | None] = [None]
+# what reads grad_fn._saved_* and what lists them (tapegrad/torch/autograd/graph.py registers them)
+_saved_reader: list[Any] = [None, None]
 
 
-def set_saved_reader(fn: Callable[[Any, str], Any]) -> None:
-    """Have ``grad_fn._saved_<name>`` read by ``fn(grad_fn, "_saved_<name>")``."""
+def set_saved_reader(fn: Callable[[Any, str], Any], lister: Callable[[Any], list[str]] | None = None) -> None:
+    """Have ``grad_fn._saved_<name>`` read by ``fn(grad_fn, "_saved_<name>")``
+    and ``dir(grad_fn)`` list ``lister(grad_fn)`` too."""
     _saved_reader[0] = fn
+    _saved_reader[1] = lister
+
+
+def as_saved_dim(dim: Any) -> Any:
+    """A dimension argument as PyTorch's node saves it: as given, a negative
+    one as its unsigned 64-bit image (``-1`` -> ``2**64 - 1``), a list as a tuple."""
+    if isinstance(dim, (list, tuple)):
+        return tuple(as_saved_dim(d) for d in dim)
+    return int(dim) + 2**64 if dim < 0 else int(dim)
+
+
+def note_attrs(t: Any, **attrs: Any) -> Any:
+    """Keep ``attrs`` (the op's arguments PyTorch's node saves: ``dim``,
+    ``keepdim``..., as the op was given them; ``grad_fn._saved_*`` converts
+    them as PyTorch saves them) on the facade entry that made tensor ``t``;
+    returns ``t``."""
+    v = t._value
+    if type(v) is Traced and type(v._node) is FacadeEntry:
+        v._node.attrs = attrs
+    return t
 
 
 def _edge_node(t: Any) -> Any:
@@ -402,7 +431,10 @@ def core_view(core: Any) -> GradFn:
     ref = getattr(core, "view", None)
     node = ref() if ref is not None else None
     if node is None:
-        node = object.__new__(node_class(core_name(core.prim)))
+        name = core_name(core.prim)
+        if name == "SumToSizeBackward0":  # a broadcast gradient summed back (create_graph)
+            name = _sum_to_name(core)
+        node = object.__new__(node_class(name))
         edges = []
         for p in parents_of(core):
             if p.prim is not None:
@@ -414,6 +446,15 @@ def core_view(core: Any) -> GradFn:
         if type(core) is FacadeEntry:
             core.view = weakref.ref(node)
     return node
+
+
+def _sum_to_name(core: Any) -> str:
+    """The node PyTorch's ``sum_to`` ends with when it sums a broadcast
+    gradient back to an operand's shape: ``ViewBackward0`` when leading axes
+    go, else ``SumBackward1`` (a sum with ``keepdim``). (PyTorch has both
+    nodes; the facade one entry, named as the top one.)"""
+    parents = parents_of(core)
+    return "ViewBackward0" if len(parents) == 1 and len(parents[0].shape) > len(core.shape) else "SumBackward1"
 
 
 # leaf tensors that require grad, by tape index (the backward walk accumulates into them)
@@ -521,7 +562,8 @@ def check_versions(order: list[Any]) -> None:
                     continue
                 if key is OUTPUT:
                     key = core
-                raise RuntimeError(version_message(_meta(key), vc.value, ver, key, None if key is core else vc))
+                raise _version_error(core, version_message(_meta(key), vc.value, ver, key,
+                                                           None if key is core else vc))
             continue
         parents = core.input_parents
         pos, out = _saves(decl, lambda j: j < len(parents) and parents[j] is not None)
@@ -538,14 +580,30 @@ def check_versions(order: list[Any]) -> None:
                 view = j is not None and type(j) is not int  # saved as the fused view (``weight.t()``)
                 if view:
                     meta.shape = meta.shape[::-1]
-                raise RuntimeError(version_message(meta, vc.value, ver, origin, vc, view=view))
+                raise _version_error(core, version_message(meta, vc.value, ver, origin, vc, view=view))
         if out:  # the result itself was modified in place (its counter was made after the op)
             vc = _counters.get(core)
             if vc is not None and vc.value:
-                raise RuntimeError(version_message(_meta(core), vc.value, 0, core))
+                raise _version_error(core, version_message(_meta(core), vc.value, 0, core))
 
 
 OUTPUT = object()  # in an entry's ``saved`` list: the entry's own output
+
+# what anomaly mode does when the backward of an entry meets a saved value changed
+# in place (it warns with the entry's forward traceback); None while it is off
+version_error_hook: list[Callable[[Any], None] | None] = [None]
+_ANOMALY_HINT = ("Hint: the backtrace further above shows the operation that failed to compute its gradient. "
+                 "The variable in question was changed in there or anywhere later. Good luck!")
+
+
+def _version_error(core: Any, message: str) -> RuntimeError:
+    """The error for entry ``core``'s saved value changed in place: with
+    anomaly mode on, its warning first and PyTorch's hint for that case."""
+    hook = version_error_hook[0]
+    if hook is None:
+        return RuntimeError(message)
+    hook(core)
+    return RuntimeError(message[:message.index("Hint: ")] + _ANOMALY_HINT)
 
 
 def saved_key(v: Any) -> Any:
@@ -611,81 +669,6 @@ def _made_by(origin: Any, vc: Any = None) -> str:
         name = f"torch::autograd::{name}"
     # (PyTorch drops "Backward0" and keeps another overload's number: "Pow1")
     return f", which is output {nr} of {re.sub(r'Backward0?', '', name)},"
-
-
-# --- the backward walk ----------------------------------------------------------------------------
-
-SECOND_BACKWARD = (
-    "Trying to backward through the graph a second time (or directly access saved "
-    "tensors after they have already been freed). Saved intermediate values of the "
-    "graph are freed when you call .backward() or autograd.grad(). Specify "
-    "retain_graph=True if you need to backward through the graph a second time or "
-    "if you need to access saved tensors after calling backward."
-)
-
-# the reverse walk backward runs: the tape's, or anomaly mode's checked one while it is on
-_walk: list[Callable[..., dict[int, Any]]] = [backprop]
-
-
-def use_walk(walk: Callable[..., dict[int, Any]] | None) -> None:
-    """Have backward walk the graph with ``walk`` (``tapegrad.core.tape.backprop``'s
-    signature; anomaly mode's checked walk); None: the tape's own."""
-    _walk[0] = walk or backprop
-
-
-def run_backward(roots: list[Any], seeds: list[Any], retain_graph: bool, create_graph: bool,
-                 capture: list[Any] | None = None) -> dict[int, Any]:
-    """Push ``seeds`` back from the ``roots`` (tensors that require grad).
-
-    Returns the cotangent table: leaf node index -> cotangent, plus, for each
-    tensor in ``capture`` that is not a leaf, ``-index`` -> its total cotangent.
-    Tensor hooks run on the way (a hook may replace the gradient).
-    """
-    ct: dict[int, Any] = {}
-    cores = []
-    for r, s in zip(roots, seeds):
-        node = r._value._node
-        cores.append(node)
-        i = node.index
-        ct[i] = ct[i] + s if i in ct else s
-    order = reachable(cores)
-    if order and _last_bump[0] > order[-1].index:  # an in-place op since this graph was made
-        check_versions(order)
-    hooks: dict[int, list[Callable[[Any], Any]]] | None = None
-    if tensor_hooks:
-        hooks = {n.index: fns for n, fns in tensor_hooks.items() if n.prim is not None}
-    captured: dict[int, Any] = {}
-    if capture:
-        hooks = dict(hooks) if hooks else {}
-        for t in capture:
-            node = t._value._node
-            if node.prim is not None:
-                i = node.index
-                hooks[i] = list(hooks.get(i, ())) + [_capturer(captured, i)]
-    # a recorded replay (create_graph): rules' output twins join the graph while it runs
-    twins = connect_residuals(order) if create_graph else None
-    prev = GT.active
-    GT.active = create_graph
-    try:
-        with tracing:
-            out = _walk[0](order, ct, retain_graph, hooks)
-    except FreedGraphError:  # (the core's words: PyTorch's here)
-        raise RuntimeError(SECOND_BACKWARD) from None
-    finally:
-        GT.active = prev
-        if twins:
-            disconnect_residuals(twins)
-    for i, g in captured.items():
-        out[-i] = g
-    return out
-
-
-def _capturer(store: dict[int, Any], i: int) -> Callable[[Any], Any]:
-    def capture(g: Any) -> Any:
-        store[i] = g
-        return g
-
-    return capture
 
 
 def is_traced_on_gt(v: Any) -> bool:

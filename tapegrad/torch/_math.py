@@ -20,10 +20,7 @@ from tapegrad.scipy import special as tsp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _prims as P
 from tapegrad.torch._arith import _operands, binary_op
-from tapegrad.torch._graph import (
-    SCALAR_TYPE,
-    node_class,
-)
+from tapegrad.torch._graph import SCALAR_TYPE, node_class, note_attrs
 from tapegrad.torch._promote import _cast, _default_float, _dims, _scalar_operand
 from tapegrad.torch._tensor_base import _LOGSUMEXP, Tensor, _new, _rec1, _result, _v
 from tapegrad.torch._tensor_base import OpsBase as _Base
@@ -61,33 +58,37 @@ class MathOps(_Base):
 
 
     def sign(self) -> Tensor:
-        return self._rounding(np.sign, "SignBackward0")
+        return self._rounding(tnp.sign, "SignBackward0")
 
     def sgn(self) -> Tensor:
-        return self._rounding(np.sign, "SgnBackward0")
+        return self._rounding(tnp.sign, "SgnBackward0")
 
     def _rounding(self, fn: Any, name: str) -> Tensor:
+        """``fn`` (a tapegrad.numpy step function: a constant, batched under
+        ``vmap``) of the value, recorded as ``name`` with a zero gradient."""
         a = self._value
-        r = fn(value(a))
+        r = fn(a)
+        if isinstance(r, np.generic):
+            r = np.asarray(r)
         if type(a) is Traced and a.dtype.kind in "fc":
-            return _result(P.stepped(a, np.asarray(r)), name, (self,))
-        return _new(np.asarray(r))
+            return _result(P.stepped(a, r), name, (self,))
+        return _new(r)
 
     def floor(self) -> Tensor:
-        return self._rounding(np.floor, "FloorBackward0")
+        return self._rounding(tnp.floor, "FloorBackward0")
 
     def ceil(self) -> Tensor:
-        return self._rounding(np.ceil, "CeilBackward0")
+        return self._rounding(tnp.ceil, "CeilBackward0")
 
     def round(self, decimals: builtins.int | None = None) -> Tensor:
         """Round half to even; PyTorch's node is ``RoundBackward1`` whenever
         ``decimals`` is given (even ``decimals=0``)."""
         if decimals is None:
-            return self._rounding(np.round, "RoundBackward0")
-        return self._rounding(lambda v: np.round(v, decimals), "RoundBackward1")
+            return self._rounding(tnp.round, "RoundBackward0")
+        return self._rounding(lambda v: tnp.round(v, decimals), "RoundBackward1")
 
     def trunc(self) -> Tensor:
-        return self._rounding(np.trunc, "TruncBackward0")
+        return self._rounding(tnp.trunc, "TruncBackward0")
 
     def frac(self) -> Tensor:
         return _result(self._value - np.trunc(value(self._value)), "FracBackward0", (self,))
@@ -168,9 +169,9 @@ class MathOps(_Base):
         if a.dtype.kind in "biu":
             a = _cast(a, _default_float())
         t = _rec1(fn.primitive, a, name, self, {"axis": dim})
-        if t is not None:
-            return t
-        return _result(fn(a, dim), name, (self,))
+        if t is None:
+            t = _result(fn(a, dim), name, (self,))
+        return note_attrs(t, dim=dim)
 
     def logsumexp(self, dim: Any, keepdim: builtins.bool = False) -> Tensor:
         kw = {"axis": _dims(dim, self.ndim), "keepdims": keepdim}

@@ -87,10 +87,15 @@ def _stepped(x: Any, r: Any) -> Any:
 
 # ``stepped(x, r)`` is ``r``, a step function of ``x`` (its floor, sign...)
 # computed outside the tape: zero gradient to ``x``, exactly (a cotangent's
-# NaN or infinity does not pass into ``0 * g``)
+# NaN or infinity does not pass into ``0 * g``), and a constant: under
+# ``create_graph`` it does not require grad (PyTorch's ``zeros_like(grad)``)
+def _zeros_as(g: Any) -> Any:
+    return tnp.zeros_like(g)
+
+
 stepped = primitive(_stepped, "stepped", batched=True)
-defvjp(stepped, lambda ans, x, r: lambda g: tp.where_mask(True, 0.0, g), None)
-defjvp(stepped, lambda ans, x, r: lambda t: tp.where_mask(True, 0.0, t), None)
+defvjp(stepped, lambda ans, x, r: _zeros_as, None)
+defjvp(stepped, lambda ans, x, r: _zeros_as, None)
 
 
 def _batch_stepped(args: Any, batched: Any, size: int) -> Any:

@@ -18,9 +18,7 @@ from tapegrad.numpy import primitives as tp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _prims as P
 from tapegrad.torch._batched import _const
-from tapegrad.torch._graph import (
-    SCALAR_TYPE,
-)
+from tapegrad.torch._graph import SCALAR_TYPE, note_attrs
 from tapegrad.torch._promote import _cast, _dim, _dims
 from tapegrad.torch._tensor_base import _MEAN, _SUM, Tensor, _multi, _new, _rec1, _result, _viewed
 from tapegrad.torch._tensor_base import OpsBase as _Base
@@ -88,8 +86,9 @@ class ReductionOps(_Base):
         if dt is None:
             t = _rec1(_SUM, a, "SumBackward1", self, {"axis": axis, "keepdims": keepdim})
             if t is not None:
-                return t
-        return _result(tnp.sum(a, axis=axis, keepdims=keepdim, dtype=dt), "SumBackward1", (self,))
+                return note_attrs(t, dim=dim, keepdim=keepdim)
+        return note_attrs(_result(tnp.sum(a, axis=axis, keepdims=keepdim, dtype=dt), "SumBackward1", (self,)),
+                          dim=dim, keepdim=keepdim)
 
     def nansum(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         a = self._value
@@ -108,7 +107,10 @@ class ReductionOps(_Base):
         kw = None if dim is None else {"axis": _dims(dim, a.ndim), "keepdims": keepdim}
         name = "MeanBackward0" if dim is None else "MeanBackward1"
         t = _rec1(_MEAN, a, name, self, kw)
-        return t if t is not None else _result(tp.mean(a, **(kw or {})), name, (self,))
+        t = t if t is not None else _result(tp.mean(a, **(kw or {})), name, (self,))
+        if dim is not None:
+            note_attrs(t, dim=dim, keepdim=keepdim)
+        return t
 
     def prod(self, dim: Any = None, keepdim: builtins.bool = False, dtype: Any = None) -> Tensor:
         a = self._value

@@ -19,9 +19,7 @@ import tapegrad.numpy as tnp
 from tapegrad.core.traced import Traced, value
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._arith import _operands
-from tapegrad.torch._graph import (
-    SCALAR_TYPE,
-)
+from tapegrad.torch._graph import SCALAR_TYPE, note_attrs
 from tapegrad.torch._promote import _contiguous, _dim, _shape_arg
 from tapegrad.torch._tensor_base import OpsBase as _Base
 from tapegrad.torch._tensor_base import Tensor, _multi, _new, _result, _viewed
@@ -175,14 +173,16 @@ class ShapeOps(_Base):
         perm = list(range(self.ndim))
         if perm:
             perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
-        return _viewed(_result(tnp.swapaxes(self._value, dim0, dim1), "TransposeBackward0", (self,)), self, "perm",
-                       tuple(perm))
+        t = _result(tnp.swapaxes(self._value, dim0, dim1), "TransposeBackward0", (self,))
+        return _viewed(note_attrs(t, dim0=dim0, dim1=dim1), self, "perm", tuple(perm))
 
     swapaxes = swapdims = transpose
 
     def permute(self, *dims: Any) -> Tensor:
-        perm = tuple(d % builtins.max(self.ndim, 1) for d in _shape_arg(dims))
-        return _viewed(_result(tnp.transpose(self._value, perm), "PermuteBackward0", (self,)), self, "perm", perm)
+        given = _shape_arg(dims)
+        perm = tuple(d % builtins.max(self.ndim, 1) for d in given)
+        t = note_attrs(_result(tnp.transpose(self._value, perm), "PermuteBackward0", (self,)), dims=given)
+        return _viewed(t, self, "perm", perm)
 
     def movedim(self, source: Any, destination: Any) -> Tensor:
         r = _result(tnp.moveaxis(self._value, source, destination), "PermuteBackward0", (self,))
@@ -201,11 +201,11 @@ class ShapeOps(_Base):
         keep = tuple(d % builtins.max(a.ndim, 1) for d in dims if a.ndim and a.shape[d] == 1)
         name = "SqueezeBackward2" if isinstance(dim, (tuple, list)) else "SqueezeBackward1"
         r = _result(tnp.squeeze(a, keep) if keep else tnp.reshape(a, a.shape), name, (self,))
-        return _viewed(r, self, "shape", r.shape)
+        return _viewed(note_attrs(r, dim=dim), self, "shape", r.shape)
 
     def unsqueeze(self, dim: builtins.int) -> Tensor:
         r = _result(tnp.expand_dims(self._value, dim), "UnsqueezeBackward0", (self,))
-        return _viewed(r, self, "shape", r.shape)
+        return _viewed(note_attrs(r, dim=dim), self, "shape", r.shape)
 
     def expand(self, *sizes: Any) -> Tensor:
         sizes = _shape_arg(sizes)

@@ -3,18 +3,21 @@
 ``functional_call`` puts the given tensors in place of a module's parameters
 and buffers, by name, for one call (as ``torch.nn.utils.stateless`` does);
 ``stack_module_state`` stacks the tensors of same-class modules for ``vmap``
-over an ensemble.
+over an ensemble; ``make_functional`` and ``make_functional_with_buffers``
+(functorch's older spelling) return a module copy as a function of its tensors.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 from typing import Any
 
 from tapegrad.torch import _creation
 from tapegrad.torch._tensor import Tensor
 
-__all__ = ["functional_call", "stack_module_state"]
+__all__ = ["FunctionalModule", "FunctionalModuleWithBuffers", "functional_call", "make_functional",
+           "make_functional_with_buffers", "stack_module_state"]
 
 
 def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = None, kwargs: Any = None, *,
@@ -173,3 +176,98 @@ def _stacked_leaf(tensors: list[Tensor], name: str) -> Tensor:
     if all(needs):
         out = out.detach().requires_grad_()
     return out
+
+
+class FunctionalModule:
+    """The function ``make_functional`` returns: ``fmodel(params, *args, **kwargs)``
+    calls a copy of the module with ``params`` (in ``named_parameters()`` order)
+    in place of its parameters. ``train()``/``eval()`` set the copy's mode.
+    (functorch's is an ``nn.Module``; this one is not: it has no parameters.)"""
+
+    def __init__(self, stateless_model: Any, param_names: tuple[str, ...]) -> None:
+        self.stateless_model = stateless_model
+        self.param_names = param_names
+
+    def _call(self, tensors: Any, names: tuple[str, ...], args: Any, kwargs: Any) -> Any:
+        tensors = tuple(tensors)
+        if len(tensors) != len(names):
+            raise ValueError(f"{type(self).__name__}: expected {len(names)} tensors, got {len(tensors)}")
+        return functional_call(self.stateless_model, dict(zip(names, tensors)), tuple(args), kwargs)
+
+    def __call__(self, params: Any, *args: Any, **kwargs: Any) -> Any:
+        """``stateless_model(*args, **kwargs)`` with ``params`` as its parameters."""
+        return self._call(params, self.param_names, args, kwargs)
+
+    def train(self, mode: bool = True) -> FunctionalModule:
+        """Put the module copy in training mode (``mode=False``: evaluation); returns self."""
+        self.stateless_model.train(mode)
+        return self
+
+    def eval(self) -> FunctionalModule:
+        """Put the module copy in evaluation mode; returns self."""
+        return self.train(False)
+
+    @property
+    def training(self) -> bool:
+        """Whether the module copy is in training mode."""
+        return bool(self.stateless_model.training)
+
+    def __repr__(self) -> str:
+        inner = repr(self.stateless_model).replace("\n", "\n  ")
+        return f"{type(self).__name__}(\n  (stateless_model): {inner}\n)"
+
+
+class FunctionalModuleWithBuffers(FunctionalModule):
+    """The function ``make_functional_with_buffers`` returns:
+    ``fmodel(params, buffers, *args, **kwargs)``."""
+
+    def __init__(self, stateless_model: Any, param_names: tuple[str, ...], buffer_names: tuple[str, ...]) -> None:
+        super().__init__(stateless_model, param_names)
+        self.buffer_names = buffer_names
+
+    def __call__(self, params: Any, buffers: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        """``stateless_model(*args, **kwargs)`` with those parameters and buffers."""
+        return self._call(tuple(params) + tuple(buffers), self.param_names + self.buffer_names, args, kwargs)
+
+
+def _copied(model: Any, disable_autograd_tracking: bool) -> tuple[Any, tuple[str, ...], tuple[Any, ...]]:
+    model_copy = copy.deepcopy(model)
+    named = dict(model_copy.named_parameters())
+    params = tuple(named.values())
+    if disable_autograd_tracking:
+        for p in params:
+            p.requires_grad_(False)
+    return model_copy, tuple(named), params
+
+
+def make_functional(model: Any, disable_autograd_tracking: bool = False) -> tuple[FunctionalModule, tuple[Any, ...]]:
+    """``(fmodel, params)``: ``fmodel(params, x)`` is ``model(x)`` with
+    ``params`` as its parameters (functorch's ``make_functional``; PyTorch now
+    spells it ``functional_call``). ``params`` are the parameters of a deep
+    copy of ``model`` (leaves that require grad unless ``disable_autograd_tracking``).
+    A model with buffers needs ``make_functional_with_buffers``.
+
+    Examples:
+        >>> fmodel, params = make_functional(nn.Linear(3, 3))
+        >>> torch.func.grad(lambda p, x: fmodel(p, x).sum())(params, x)
+    """
+    if list(model.buffers()):
+        raise RuntimeError("make_functional(model): `model` has buffers. Please use "
+                           "make_functional_with_buffers(model) instead.")
+    model_copy, names, params = _copied(model, disable_autograd_tracking)
+    return FunctionalModule(model_copy, names), params
+
+
+def make_functional_with_buffers(model: Any, disable_autograd_tracking: bool = False
+                                 ) -> tuple[FunctionalModuleWithBuffers, tuple[Any, ...], tuple[Any, ...]]:
+    """``(fmodel, params, buffers)``: ``fmodel(params, buffers, x)`` is
+    ``model(x)`` with those parameters and buffers (functorch's
+    ``make_functional_with_buffers``), taken from a deep copy of ``model``.
+
+    Examples:
+        >>> fmodel, params, buffers = make_functional_with_buffers(model)
+        >>> fmodel(params, buffers, x)
+    """
+    model_copy, names, params = _copied(model, disable_autograd_tracking)
+    named_buffers = dict(model_copy.named_buffers())
+    return FunctionalModuleWithBuffers(model_copy, names, tuple(named_buffers)), params, tuple(named_buffers.values())

@@ -1,5 +1,6 @@
 """``torch.func``: grad, vjp, jvp, jacrev, jacfwd, hessian, thin over tapegrad's
-transforms; vmap (``_vmap.py``), functional_call and stack_module_state (``_stateless.py``).
+transforms; vmap (``_vmap.py``), functional_call and stack_module_state (``_stateless.py``),
+and functorch's make_functional / make_functional_with_buffers (``_stateless.py`` too).
 
 Tensors are unwrapped to tapegrad values at the boundary and the function
 sees tensors again inside, so the one tape does all the work.
@@ -14,12 +15,17 @@ from typing import Any
 import tapegrad as tg
 from tapegrad.pytree import tree_map
 from tapegrad.torch._missing import missing_names
-from tapegrad.torch._stateless import functional_call, stack_module_state
+from tapegrad.torch._stateless import (
+    functional_call,
+    make_functional,
+    make_functional_with_buffers,
+    stack_module_state,
+)
 from tapegrad.torch._tensor import Tensor
 from tapegrad.torch._vmap import _tensor_of, vmap
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "stack_module_state",
-           "vjp", "vmap"]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "make_functional",
+           "make_functional_with_buffers", "stack_module_state", "vjp", "vmap"]
 
 
 def _raw(x: Any) -> Any:

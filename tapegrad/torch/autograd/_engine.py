@@ -1,6 +1,6 @@
 """``torch.autograd.backward`` and ``torch.autograd.grad``: the reverse pass driven from tensors.
 
-Both seed ``tapegrad.torch._graph.run_backward`` at the output tensors;
+Both seed ``tapegrad.torch._backward.run_backward`` at the output tensors;
 ``backward`` accumulates the cotangents into the leaves' ``.grad`` (running
 their hooks), ``grad`` returns them. Kept apart from ``autograd/__init__.py``
 so that ``functional`` and ``gradcheck`` import them without importing their
@@ -16,7 +16,8 @@ import numpy as np
 from tapegrad.backend import array_module
 from tapegrad.core.traced import Traced, value
 from tapegrad.torch import _dtype as D
-from tapegrad.torch._graph import GT, bump, leaf_tensor, run_backward, tensor_hooks
+from tapegrad.torch._backward import run_backward
+from tapegrad.torch._graph import GT, bump, leaf_tensor, tensor_hooks
 from tapegrad.torch._tensor import Tensor
 from tapegrad.torch._tensor_base import _new, _node, _own, _v
 
@@ -31,7 +32,21 @@ def _as_list(x: Any) -> list[Any]:
     return list(x)
 
 
+def _inputs(ins: list[Any]) -> list[Tensor]:
+    """``ins`` checked as PyTorch checks ``inputs`` (tensors only)."""
+    for t in ins:
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
+    return ins
+
+
 def _seeds(outputs: list[Tensor], grads: list[Any], who: str) -> list[Any]:
+    for t in outputs:
+        if not isinstance(t, Tensor):
+            raise AssertionError("Expected output to be a torch.Tensor")
+    for g in grads:
+        if g is not None and not isinstance(g, Tensor):
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
     seeds = []
     for i, (t, g) in enumerate(zip(outputs, grads)):
         v = t._value
@@ -130,7 +145,7 @@ def _backward(tensors: Any, grad_tensors: Any, retain_graph: bool | None,
         grads = [grad_tensors]
     seeds = _seeds(outs, grads, "backward")
     retain = create_graph if retain_graph is None else retain_graph
-    only = _as_list(inputs)
+    only = _inputs(_as_list(inputs))
     for t in only:
         if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
@@ -174,7 +189,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         (tensor(12.),)
     """
     outs = _as_list(outputs)
-    ins = _as_list(inputs)
+    ins = _inputs(_as_list(inputs))
     if grad_outputs is None:
         gos = [None] * len(outs)
     else:

@@ -24,7 +24,7 @@ How recording is observed: every entry of the facade tape is built by its
 of the observers in ``tapegrad.torch._graph.observers`` with the new entry:
 while anomaly mode is on, ``on_record`` is one of them (beside, say,
 ``saved_tensors_hooks``'; ``_graph.add_observer`` / ``remove_observer``).
-The checked walk is ``_graph.use_walk(anomaly_backprop)``.
+The checked walk is ``_backward.use_walk(anomaly_backprop)``.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import numpy as np
 
 from tapegrad.core import tape as _tape
 from tapegrad.core.traced import value
-from tapegrad.torch import _graph
+from tapegrad.torch import _backward, _graph
 from tapegrad.torch._graph import FacadeEntry, core_name
 
 __all__ = ["detect_anomaly", "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "on_record",
@@ -107,10 +107,12 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
         _state["check_nan"] = bool(check_nan)
         if enabled:
             _graph.add_observer(on_record)
-            _graph.use_walk(anomaly_backprop)
+            _backward.use_walk(anomaly_backprop)
+            _graph.version_error_hook[0] = _warn_version_error
         else:
             _graph.remove_observer(on_record)
-            _graph.use_walk(None)
+            _backward.use_walk(None)
+            _graph.version_error_hook[0] = None
 
 
 # --- the checked backward walk ----------------------------------------------------------------
@@ -186,6 +188,11 @@ def _warn(name: str, trace: Any) -> None:
         pstack, parent = ptrace
         warnings.warn(f"\n\nPrevious calculation was induced by {pname}. Traceback of forward call that "
                       f"induced the previous calculation:\n{''.join(pstack.format())}", stacklevel=level)
+
+
+def _warn_version_error(entry: Any) -> None:
+    """The warning for ``entry``, whose backward found a saved value changed in place."""
+    _warn(node_name(entry), _traces.get(entry))
 
 
 def anomaly_backprop(entries: Iterable[Any], ct: dict[int, Any], retain: bool,

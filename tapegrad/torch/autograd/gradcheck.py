@@ -263,7 +263,7 @@ def _check_batched(o: Tensor, ins: list[Tensor], i: int) -> None:
     """A backward pass seeded with two stacked cotangents (the tape carries
     leading batch axes through every rule) must give the two backward passes'
     gradients, stacked."""
-    from tapegrad.torch._graph import run_backward
+    from tapegrad.torch._backward import run_backward
 
     ov = _array(o)
     rng = np.random.default_rng(0)

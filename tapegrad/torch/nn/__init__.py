@@ -89,11 +89,12 @@ from tapegrad.torch.nn.modules import (  # resampling and padding
     ZeroPad1d,
     ZeroPad2d,
 )
+from tapegrad.torch.nn.parallel import DataParallel
 from tapegrad.torch.nn.parameter import Parameter
 
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
-    "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "ELU",
+    "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CrossEntropyLoss", "DataParallel", "Dropout", "ELU",
     "Embedding", "EmbeddingBag", "Flatten", "GELU", "GRU", "GRUCell", "GroupNorm", "Hardtanh", "HuberLoss", "Identity",
     "InstanceNorm1d", "InstanceNorm2d", "L1Loss",
     "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d",

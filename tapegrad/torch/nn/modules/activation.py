@@ -8,7 +8,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from tapegrad.torch._creation import empty, zeros
+from tapegrad.torch._creation import cat, empty, zeros
 from tapegrad.torch._tensor import Tensor
 from tapegrad.torch.nn import functional as F
 from tapegrad.torch.nn import init
@@ -162,8 +162,12 @@ class NonDynamicallyQuantizableLinear(Linear):
 
 class MultiheadAttention(Module):
     """Multi-head scaled dot-product attention, laid out as PyTorch's
-    (``in_proj_weight`` ``(3 E, E)`` Xavier-uniform, ``in_proj_bias`` zeros,
-    ``out_proj``). ``forward(query, key, value, key_padding_mask=None,
+    (``in_proj_weight`` ``(3 E, E)`` Xavier-uniform, or ``q_proj_weight``,
+    ``k_proj_weight`` ``(E, kdim)`` and ``v_proj_weight`` ``(E, vdim)`` when
+    ``kdim``/``vdim`` differ from ``embed_dim``; ``in_proj_bias`` zeros,
+    ``out_proj``; with ``add_bias_kv`` a learnt key and value ``bias_k``,
+    ``bias_v`` appended to the keys, with ``add_zero_attn`` a key and value
+    of zeros). ``forward(query, key, value, key_padding_mask=None,
     need_weights=True, attn_mask=None, average_attn_weights=True,
     is_causal=False)`` returns ``(output, weights or None)``; masks are
     boolean (True: not attended) or float (added to the scores)."""
@@ -175,35 +179,53 @@ class MultiheadAttention(Module):
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
                              f"num_heads={num_heads} instead")
         super().__init__()
-        if add_bias_kv or add_zero_attn or (kdim not in (None, embed_dim)) or (vdim not in (None, embed_dim)):
-            raise NotImplementedError("tapegrad.torch: MultiheadAttention(add_bias_kv, add_zero_attn, kdim, vdim) "
-                                      "is not supported")
         self.embed_dim = embed_dim
-        self.kdim = self.vdim = embed_dim
-        self._qkv_same_embed_dim = True
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
         self.num_heads = num_heads
         self.dropout = dropout
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
         assert self.head_dim * num_heads == embed_dim, "embed_dim must be divisible by num_heads"
-        self.in_proj_weight = Parameter(empty((3 * embed_dim, embed_dim), dtype=dtype, device=device))
-        self.register_parameter("q_proj_weight", None)
-        self.register_parameter("k_proj_weight", None)
-        self.register_parameter("v_proj_weight", None)
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(empty((3 * embed_dim, embed_dim), dtype=dtype, device=device))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        else:
+            self.q_proj_weight = Parameter(empty((embed_dim, embed_dim), dtype=dtype, device=device))
+            self.k_proj_weight = Parameter(empty((embed_dim, self.kdim), dtype=dtype, device=device))
+            self.v_proj_weight = Parameter(empty((embed_dim, self.vdim), dtype=dtype, device=device))
+            self.register_parameter("in_proj_weight", None)
         if bias:
             self.in_proj_bias = Parameter(empty(3 * embed_dim, dtype=dtype, device=device))
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
-        self.bias_k = self.bias_v = None
+        self.bias_k: Parameter | None
+        self.bias_v: Parameter | None
+        if add_bias_kv:
+            self.bias_k = Parameter(empty((1, 1, embed_dim), dtype=dtype, device=device))
+            self.bias_v = Parameter(empty((1, 1, embed_dim), dtype=dtype, device=device))
+        else:
+            self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:
-        init.xavier_uniform_(self.in_proj_weight)
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None and self.bias_v is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None = None,
                 need_weights: bool = True, attn_mask: Tensor | None = None, average_attn_weights: bool = True,
@@ -220,24 +242,39 @@ class MultiheadAttention(Module):
         h, hd = self.num_heads, self.head_dim
         if e != self.embed_dim:
             raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {e}")
-        w = self.in_proj_weight.chunk(3, 0)
         b = self.in_proj_bias.chunk(3, 0) if self.in_proj_bias is not None else (None, None, None)
+        if self._qkv_same_embed_dim:
+            w = self.in_proj_weight.chunk(3, 0)
+        else:
+            w = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
         q = F.linear(query, w[0], b[0])
         k = F.linear(key, w[1], b[1])
         v = F.linear(value, w[2], b[2])
+        if attn_mask is None and is_causal:
+            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer "
+                               "module method `generate_square_subsequent_mask` to create this mask.")
+        # masks as float, (N, H or 1, L, S), so that the extra key columns below pad them with zeros
+        mask = None if attn_mask is None else _float_mask(attn_mask, q)
+        if mask is not None and mask.dim() == 3:
+            mask = mask.reshape(n, h, tgt, src)
+        pad = None if key_padding_mask is None else _float_mask(key_padding_mask, q).reshape(n, 1, 1, src)
+        if self.bias_k is not None and self.bias_v is not None:  # one learnt key and value appended
+            k = cat([k, self.bias_k.repeat(1, n, 1)])
+            v = cat([v, self.bias_v.repeat(1, n, 1)])
+            mask, pad, src = _pad_key(mask), _pad_key(pad), src + 1
         # (L, N, E) -> (N, H, L, hd)
         q = q.reshape(tgt, n, h, hd).permute(1, 2, 0, 3)
         k = k.reshape(src, n, h, hd).permute(1, 2, 0, 3)
         v = v.reshape(src, n, h, hd).permute(1, 2, 0, 3)
+        if self.add_zero_attn:  # one key and value of zeros appended
+            k = cat([k, zeros((n, h, 1, hd), dtype=k.dtype, device=k.device)], dim=2)
+            v = cat([v, zeros((n, h, 1, hd), dtype=v.dtype, device=v.device)], dim=2)
+            mask, pad, src = _pad_key(mask), _pad_key(pad), src + 1
         scores = (q * (1.0 / math.sqrt(hd))).matmul(k.transpose(-2, -1))
-        if attn_mask is not None:
-            m = _float_mask(attn_mask, scores)
-            scores = scores + (m.reshape(n, h, tgt, src) if m.dim() == 3 else m)
-        elif is_causal:
-            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer "
-                               "module method `generate_square_subsequent_mask` to create this mask.")
-        if key_padding_mask is not None:
-            scores = scores + _float_mask(key_padding_mask, scores).reshape(n, 1, 1, src)
+        if mask is not None:
+            scores = scores + mask
+        if pad is not None:
+            scores = scores + pad
         attn = scores.softmax(-1)
         if self.dropout > 0.0:
             attn = F.dropout(attn, self.dropout, self.training)
@@ -253,6 +290,13 @@ class MultiheadAttention(Module):
             if weights is not None:
                 weights = weights.squeeze(0)
         return out, weights
+
+
+def _pad_key(mask: Tensor | None) -> Tensor | None:
+    """A float mask with one more key column, of zeros (attended)."""
+    if mask is None:
+        return None
+    return cat([mask, zeros((*mask.shape[:-1], 1), dtype=mask.dtype, device=mask.device)], dim=-1)
 
 
 def _float_mask(mask: Tensor, like: Tensor) -> Tensor:

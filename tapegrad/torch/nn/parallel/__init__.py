@@ -1,5 +1,6 @@
-"""``torch.nn.parallel``: ``DistributedDataParallel`` (on MPI)."""
+"""``torch.nn.parallel``: ``DistributedDataParallel`` (on MPI) and ``DataParallel`` (a pass-through)."""
 
+from tapegrad.torch.nn.parallel.data_parallel import DataParallel
 from tapegrad.torch.nn.parallel.distributed import DistributedDataParallel
 
-__all__ = ["DistributedDataParallel"]
+__all__ = ["DataParallel", "DistributedDataParallel"]
