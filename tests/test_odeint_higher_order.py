@@ -162,6 +162,20 @@ def test_lotka_volterra_hessian_against_differences_of_the_gradient() -> None:
     np.testing.assert_allclose(H, H.T, rtol=1e-8)
 
 
+def test_a_stack_of_cotangents_or_tangents_agrees_with_one_at_a_time() -> None:
+    # jacrev and jacfwd push all their rows through one solve of a larger system
+    t, p, y0 = np.array([0.0, 0.5, 1.0]), np.array([1.0, 0.5, 1.0, 0.3]), np.array([1.0, 0.8])
+
+    def f(p):
+        return odeint(_lv, y0, t, p, **TIGHT)
+
+    _, back = tg.vjp(f, p)
+    rows = np.stack([back(e.reshape(3, 2))[0] for e in np.eye(6)]).reshape(3, 2, 4)
+    np.testing.assert_allclose(tg.jacrev(f)(p), rows, rtol=1e-8, atol=1e-10)
+    cols = np.stack([tg.jvp(f, (p,), (e,))[1] for e in np.eye(4)], axis=-1)
+    np.testing.assert_allclose(tg.jacfwd(f)(p), cols, rtol=1e-8, atol=1e-10)
+
+
 # --- vmap and jit ----------------------------------------------------------------------------------
 
 def test_vmap_of_grad_and_hessian_over_initial_conditions() -> None:

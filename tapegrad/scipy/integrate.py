@@ -25,7 +25,9 @@ operations (as ``jax.experimental.ode`` does), so they differentiate again:
   ``t[i]`` adds ``f(ys[i], t[i]) dt[i]``. The right-hand side comes from
   ``tg.jvp`` of ``func``.
 
-Each solve uses the same ``rtol``, ``atol``, ``mxstep`` and ``hmax``: the
+A stack of cotangents or tangents (``jacrev``, ``jacfwd``, ``hessian``)
+goes through one solve of a system that carries all of them (the rules
+take leading batch axes), not one solve each. Each solve uses the same ``rtol``, ``atol``, ``mxstep`` and ``hmax``: the
 derivatives are as accurate as those tolerances allow (the solver's own
 steps are never differentiated). ``func`` must be written with
 ``tapegrad.numpy`` and take its traced inputs as arguments (not closures).
@@ -85,82 +87,109 @@ def _solve(packed: Any, *, func: FlatFunc, n: int, T: int, rtol: float, atol: fl
 odeint_p = primitive(_solve, "odeint")
 
 
-def _adjoint_system(func: FlatFunc, n: int) -> FlatFunc:
-    """The right-hand side of ``[y, a, b, c]`` (sizes n, n, 1, p) for the adjoint
-    solve, as a function of the same flat form (so it is solved, and
-    differentiated, by ``odeint_p`` again). It closes over nothing traced."""
+def _adjoint_system(func: FlatFunc, n: int, B: int) -> FlatFunc:
+    """The right-hand side of the adjoint solve for ``B`` cotangents at once:
+    the state ``[y, a, b, c]`` holds ``y`` (n) and, per cotangent, ``a`` (n),
+    ``b`` (1) and ``c`` (p), each block cotangent-major. A function of the
+    same flat form as ``func``, so it is solved, and differentiated, by
+    ``odeint_p`` again; it closes over nothing traced."""
     from tapegrad.transforms.reverse import vjp
 
     def aug(s: Any, tt: Any, a: Any) -> Any:
-        y, adj = s[:n], s[n:2 * n]
+        y, adj = s[:n], tnp.reshape(s[n:n + B * n], (B, n))
         dy, back = vjp(func, y, tt, a)
-        vy, vt, va = back(adj)
-        return tnp.concatenate([dy, -vy, -tnp.reshape(vt, (1,)), -va])
+        # (one backward pass for all B)
+        vy, vt, va = back(adj[0]) if B == 1 else back.batched(adj, (B,))
+        return tnp.concatenate([dy, -tnp.reshape(vy, (-1,)), -tnp.reshape(vt, (B,)), -tnp.reshape(va, (-1,))])
 
     return aug
 
 
-def _sensitivity_system(func: FlatFunc, n: int, p: int) -> FlatFunc:
-    """The right-hand side of ``[y, v]`` (sizes n, n) with the arguments
-    ``[a, da]`` (sizes p, p): the forward-sensitivity solve."""
+def _sensitivity_system(func: FlatFunc, n: int, p: int, B: int) -> FlatFunc:
+    """The right-hand side of the forward-sensitivity solve for ``B`` tangents
+    at once: the state ``[y, v]`` holds ``y`` (n) and one ``v`` (n) per
+    tangent, the arguments ``[a, da]`` hold ``a`` (p) and one ``da`` (p) per
+    tangent."""
     from tapegrad.transforms.forward import jvp
 
     def sens(s: Any, tt: Any, ad: Any) -> Any:
-        y, v = s[:n], s[n:]
-        a, da = ad[:p], ad[p:]
-        dy, dv = jvp(func, (y, tt, a), (v, tnp.zeros_like(tt), da))
-        return tnp.concatenate([dy, dv])
+        y, v = s[:n], tnp.reshape(s[n:], (B, n))
+        a, da = ad[:p], tnp.reshape(ad[p:], (B, p))
+        dt = tnp.zeros_like(tt)
+        if B == 1:
+            dy, dv = jvp(func, (y, tt, a), (v[0], dt, da[0]))
+        else:  # (the B tangents pushed by one forward pass: jacfwd along c at c = 0)
+            from tapegrad.transforms.forward import jacfwd
+
+            dy = func(y, tt, a)
+            c0 = tnp.zeros(B)
+            dv = tnp.transpose(jacfwd(lambda c: func(y + tnp.dot(c, v), tt, a + tnp.dot(c, da)))(c0))
+        return tnp.concatenate([dy, tnp.reshape(dv, (-1,))])
 
     return sens
 
 
 def _vjp(ans: Any, packed: Any, *, func: FlatFunc, n: int, T: int, **opts: Any) -> Callable[[Any], Any]:
     """Reverse mode: the cotangent of ``[y0, t, args]`` by the adjoint method,
-    written with ``odeint_p`` and ``tapegrad.numpy`` so that it differentiates."""
-    p = int(np.shape(packed)[0]) - n - T
-    aug = _adjoint_system(func, n)
+    written with ``odeint_p`` and ``tapegrad.numpy`` so that it differentiates.
+    A stack of cotangents (``jacrev``, ``hessian``) is carried back by one
+    solve."""
+    N = int(np.shape(packed)[0])
+    p = N - n - T
 
     def rule(g: Any) -> Any:
+        batch = tuple(np.shape(g)[:-2])
+        B = int(np.prod(batch, dtype=int))
+        g = tnp.reshape(g, (B, T, n))
+        aug = _adjoint_system(func, n, B)
         _, t, a = _unpack(packed, n, T)
-        adj = g[T - 1]
-        t0_bar: Any = tnp.zeros(1)
-        args_bar: Any = tnp.zeros(p)
+        adj = g[:, T - 1]
+        t0_bar: Any = tnp.zeros(B)
+        args_bar: Any = tnp.zeros((B, p))
         t_bars = []
         for i in range(T - 1, 0, -1):
             # moving the observation time t[i] moves y(t[i]) along f
-            t_bar = tnp.reshape(tnp.dot(func(ans[i], t[i], a), g[i]), (1,))
+            t_bar = tnp.dot(g[:, i], func(ans[i], t[i], a))
             t_bars.append(t_bar)
             t0_bar = t0_bar - t_bar
-            start = tnp.concatenate([ans[i], adj, t0_bar, args_bar])
+            start = tnp.concatenate([ans[i], tnp.reshape(adj, (-1,)), t0_bar, tnp.reshape(args_bar, (-1,))])
             span = tnp.stack([t[i], t[i - 1]])
-            end = odeint_p(tnp.concatenate([start, span, a]), func=aug, n=2 * n + 1 + p, T=2, **opts)[1]
-            adj = end[n:2 * n] + g[i - 1]
-            t0_bar = end[2 * n:2 * n + 1]
-            args_bar = end[2 * n + 1:]
-        return tnp.concatenate([adj, t0_bar, *t_bars[::-1], args_bar])
+            end = odeint_p(tnp.concatenate([start, span, a]), func=aug, n=n + B * (n + 1 + p), T=2, **opts)[1]
+            adj = tnp.reshape(end[n:n + B * n], (B, n)) + g[:, i - 1]
+            t0_bar = end[n + B * n:n + B * (n + 1)]
+            args_bar = tnp.reshape(end[n + B * (n + 1):], (B, p))
+        ts_bar = tnp.stack([t0_bar, *t_bars[::-1]], axis=1)
+        return tnp.reshape(tnp.concatenate([adj, ts_bar, args_bar], axis=1), batch + (N,))
 
     return rule
 
 
 def _jvp(ans: Any, packed: Any, *, func: FlatFunc, n: int, T: int, **opts: Any) -> Callable[[Any], Any]:
     """Forward mode: the tangent of ``ys`` by forward sensitivities, written with
-    ``odeint_p`` and ``tapegrad.numpy`` so that it differentiates."""
-    p = int(np.shape(packed)[0]) - n - T
-    sens = _sensitivity_system(func, n, p)
+    ``odeint_p`` and ``tapegrad.numpy`` so that it differentiates. A stack of
+    tangents (``jacfwd``, ``hessian``) is pushed by one solve."""
+    N = int(np.shape(packed)[0])
+    p = N - n - T
 
     def rule(dp: Any) -> Any:
+        batch = tuple(np.shape(dp)[:-1])
+        B = int(np.prod(batch, dtype=int))
+        dp = tnp.reshape(dp, (B, N))
         y0, t, a = _unpack(packed, n, T)
-        dy0, dt, da = _unpack(dp, n, T)
+        dy0, dt, da = dp[:, :n], dp[:, n:n + T], dp[:, n + T:]
         fs = tnp.stack([func(ans[i], t[i], a) for i in range(T)])
-        v0 = dy0 - fs[0] * dt[0]
-        sol = odeint_p(tnp.concatenate([y0, v0, t, a, da]), func=sens, n=2 * n, T=T, **opts)
-        return sol[:, n:] + fs * dt[:, None]
+        v0 = dy0 - dt[:, :1] * fs[0]
+        sens = _sensitivity_system(func, n, p, B)
+        sol = odeint_p(tnp.concatenate([y0, tnp.reshape(v0, (-1,)), t, a, tnp.reshape(da, (-1,))]),
+                       func=sens, n=n + B * n, T=T, **opts)
+        vs = tnp.moveaxis(tnp.reshape(sol[:, n:], (T, B, n)), 1, 0)
+        return tnp.reshape(vs + dt[:, :, None] * fs, batch + (T, n))
 
     return rule
 
 
-defvjp(odeint_p, _vjp)
-defjvp(odeint_p, _jvp)
+defvjp(odeint_p, _vjp, batched=True)
+defjvp(odeint_p, _jvp, batched=True)
 
 
 def _flat_func(func: Callable[..., Any], shape: tuple[int, ...], unravel: Callable[[Any], Any]) -> FlatFunc:
