@@ -162,9 +162,9 @@ _BUILTINS_SCRIPT = textwrap.dedent("""
     import tapegrad.scipy.special, tapegrad.torch
     from tapegrad.core.primitive import REGISTRY
     assert len(REGISTRY) > 50, len(REGISTRY)
-    # (tapegrad.scipy's convolve, odeint and solve_banded, and tg.fixed_point, declare rules
+    # (tapegrad.scipy's convolve and solve_banded, and tg.fixed_point, declare rules
     # of one cotangent at a time: the engine maps them over a batch, as it maps a user's)
-    one_at_a_time = {"convolve", "odeint", "odeint_adjoint", "solve_banded", "fixed_point"}
+    one_at_a_time = {"convolve", "solve_banded", "fixed_point"}
     bad = [p.name for p in REGISTRY if not (p.vjps_batched and p.jvps_batched)]
     assert set(bad) <= one_at_a_time, bad
     print(len(REGISTRY))

@@ -1,24 +1,39 @@
-"""tapegrad.scipy.integrate: ``odeint`` with gradients by the adjoint method.
+"""tapegrad.scipy.integrate: ``odeint``, differentiable to any order in both modes.
 
-``odeint(func, y0, t, *args)`` (or SciPy's ``args=(...)`` keyword) solves ``dy/dt = func(y, t, *args)`` with
-``scipy.integrate.odeint`` (LSODA; SciPy imported on first use) and returns
-``y`` at the times ``t`` (shape ``(len(t),) + y0.shape``). Gradients with
-respect to ``y0``, ``t`` and ``args`` come from the adjoint method, as in
-HIPS autograd and JAX: the backward pass solves the augmented system
+``odeint(func, y0, t, *args)`` (or SciPy's ``args=(...)`` keyword) solves
+``dy/dt = func(y, t, *args)`` with ``scipy.integrate.odeint`` (LSODA; SciPy
+imported on first use) and returns ``y`` at the times ``t`` (shape
+``(len(t),) + y0.shape``). Its derivatives in ``y0``, ``t`` and ``args`` are
+themselves ``odeint`` calls, on larger systems, written with differentiable
+operations (as ``jax.experimental.ode`` does), so they differentiate again:
+``grad`` of ``grad``, ``hessian``, ``jvp`` of ``grad``, under ``vmap`` and
+``jit``.
 
-    dy/dt = f(y, t),  da/dt = -a^T df/dy,  da_t/dt = -a^T df/dt,  da_args/dt = -a^T df/dargs
+- **Reverse mode** (the adjoint method): the cotangent ``g`` of the
+  solution is carried backwards from each observation time to the previous
+  one by solving, from ``t[i]`` to ``t[i-1]``,
 
-backwards from each observation time to the previous one with
-``scipy.integrate.odeint`` on plain arrays (the vector-Jacobian products
-come from ``tg.vjp`` of ``func``), adding each observation's cotangent to
-``a`` on the way; it does not differentiate through the solver's steps.
-So ``func`` must be written with ``tapegrad.numpy``. The gradients are as
-accurate as the solver's tolerances allow.
+      dy/dt = f(y, t),  da/dt = -a^T df/dy,  db/dt = -a^T df/dt,  dc/dt = -a^T df/dargs
 
-First-order gradients only: the adjoint solve is a primitive with no rules
-of its own (a second derivative raises the engine's error for a primitive
-without a rule, naming ``odeint_adjoint``).
-Under ``vmap`` both solves are mapped by a loop over the batch.
+  with ``y(t[i]) = ys[i]``, adding each observation's cotangent to ``a`` on
+  the way; ``a``, ``b`` and ``c`` end as the cotangents of ``y0``, ``t[0]``
+  and ``args`` (``t[i]``'s is ``f(ys[i], t[i]) . g[i]``). The right-hand
+  side comes from ``tg.vjp`` of ``func``.
+- **Forward mode** (forward sensitivities): the tangent ``v`` of the
+  solution obeys ``dv/dt = df/dy v + df/dargs dargs``, solved with ``y``
+  from ``v(t[0]) = dy0 - f(y0, t[0]) dt[0]``; the output tangent at
+  ``t[i]`` adds ``f(ys[i], t[i]) dt[i]``. The right-hand side comes from
+  ``tg.jvp`` of ``func``.
+
+A stack of cotangents or tangents (``jacrev``, ``jacfwd``, ``hessian``)
+goes through one solve of a system that carries all of them (the rules
+take leading batch axes), not one solve each. Each solve uses the same ``rtol``, ``atol``, ``mxstep`` and ``hmax``: the
+derivatives are as accurate as those tolerances allow (the solver's own
+steps are never differentiated). ``func`` must be written with
+``tapegrad.numpy`` and take its traced inputs as arguments (not closures).
+Under ``vmap`` each example is solved on its own (a loop: each to its own
+tolerance, as separate calls would be). Under ``jit`` a solve is one opaque
+instruction of the program: its adaptive steps run when the program runs.
 """
 
 from __future__ import annotations
@@ -28,117 +43,167 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.core.primitive import defvjp_argnum, primitive
+import tapegrad.numpy as tnp
+from tapegrad.core.primitive import defjvp, defvjp, primitive
 from tapegrad.core.traced import Traced
 from tapegrad.flatten import ravel_pytree
 from tapegrad.scipy._lazy import scipy_module
 
 __all__ = ["odeint"]
 
+# The primitive works on flat vectors: ``func(y, t, a)`` maps a state ``y`` of
+# shape (n,), a scalar time and the flat extra arguments ``a`` (shape (p,)) to
+# dy/dt, shape (n,). Its one input packs ``[y0, t, a]`` (sizes n, T, p) so that
+# one rule gives all three cotangents from one adjoint solve; its output is
+# ``ys``, shape (T, n).
+
+FlatFunc = Callable[[Any, Any, Any], Any]
+
 
 def _scipy_odeint() -> Any:
     return scipy_module("integrate", "tapegrad.scipy.integrate.odeint").odeint
 
 
-def _solve(y0: Any, t: Any, flat_args: Any, *, func: Callable[..., Any], unravel: Callable[[Any], Any],
-           rtol: float, atol: float, mxstep: int) -> Any:
-    shape = np.shape(y0)
-    args = unravel(flat_args)
+def _unpack(packed: Any, n: int, T: int) -> tuple[Any, Any, Any]:
+    return packed[:n], packed[n:n + T], packed[n + T:]
 
-    def rhs(y: Any, tt: Any) -> Any:
-        return np.ravel(func(y.reshape(shape), tt, *args))
 
-    ys = _scipy_odeint()(rhs, np.ravel(y0), t, rtol=rtol, atol=atol, mxstep=mxstep)
-    return ys.reshape((len(t),) + shape)
+def _solve(packed: Any, *, func: FlatFunc, n: int, T: int, rtol: float, atol: float, mxstep: int,
+           hmax: float) -> Any:
+    y0, t, a = _unpack(np.asarray(packed), n, T)
+
+    def rhs(y: Any, tt: float) -> Any:
+        dy = func(y, np.float64(tt), a)
+        if isinstance(dy, Traced):
+            raise TypeError("odeint: func returned a traced value from plain inputs: it closes over a "
+                            "value being differentiated; pass that value as one of func's extra arguments")
+        return np.asarray(dy, dtype=np.float64)
+
+    # (SciPy's hmax=0.0 means "no limit", as JAX's hmax=inf does)
+    return _scipy_odeint()(rhs, y0, t, rtol=rtol, atol=atol, mxstep=mxstep,
+                           hmax=hmax if np.isfinite(hmax) else 0.0)
 
 
 odeint_p = primitive(_solve, "odeint")
 
 
-def _adjoint(ys: Any, y0: Any, t: Any, flat_args: Any, g: Any, *, func: Callable[..., Any],
-             unravel: Callable[[Any], Any], rtol: float, atol: float, mxstep: int) -> Any:
-    """All the cotangents, packed: ``[y0_bar (raveled), t_bar, args_bar]``."""
-    from tapegrad.transforms import vjp
+def _adjoint_system(func: FlatFunc, n: int, B: int) -> FlatFunc:
+    """The right-hand side of the adjoint solve for ``B`` cotangents at once:
+    the state ``[y, a, b, c]`` holds ``y`` (n) and, per cotangent, ``a`` (n),
+    ``b`` (1) and ``c`` (p), each block cotangent-major. A function of the
+    same flat form as ``func``, so it is solved, and differentiated, by
+    ``odeint_p`` again; it closes over nothing traced."""
+    from tapegrad.transforms.reverse import vjp
 
-    shape = np.shape(y0)
-    D, P = int(np.size(y0)), int(np.size(flat_args))
-    T = len(t)
-    ys2 = np.reshape(ys, (T, D))
-    g2 = np.reshape(g, (T, D))
+    def aug(s: Any, tt: Any, a: Any) -> Any:
+        y, adj = s[:n], tnp.reshape(s[n:n + B * n], (B, n))
+        dy, back = vjp(func, y, tt, a)
+        # (one backward pass for all B)
+        vy, vt, va = back(adj[0]) if B == 1 else back.batched(adj, (B,))
+        return tnp.concatenate([dy, -tnp.reshape(vy, (-1,)), -tnp.reshape(vt, (B,)), -tnp.reshape(va, (-1,))])
 
-    def flat_func(y: Any, tt: Any, fa: Any) -> Any:
-        return func(y.reshape(shape), tt, *unravel(fa)).reshape(-1)
-
-    def aug(state: Any, tt: Any) -> Any:
-        y, a = state[:D], state[D:2 * D]
-        dy, back = vjp(flat_func, y, np.asarray(tt, dtype=float), flat_args)
-        vy, vt, va = back(-a)
-        return np.concatenate([np.ravel(dy), np.ravel(vy), np.ravel(vt), np.ravel(va)])
-
-    solve = _scipy_odeint()
-    a = g2[-1].copy()
-    t0_bar = 0.0
-    args_bar = np.zeros(P)
-    t_bar = np.zeros(T)
-    for i in range(T - 1, 0, -1):
-        ti = np.ravel(func(ys2[i].reshape(shape), t[i], *unravel(flat_args)))
-        t_bar[i] = np.dot(ti, g2[i])
-        t0_bar -= t_bar[i]
-        state = np.concatenate([ys2[i], a, [t0_bar], args_bar])
-        out = solve(aug, state, np.array([t[i], t[i - 1]]), rtol=rtol, atol=atol, mxstep=mxstep)[1]
-        a = out[D:2 * D] + g2[i - 1]
-        t0_bar = out[2 * D]
-        args_bar = out[2 * D + 1:]
-    t_bar[0] = t0_bar
-    return np.concatenate([a, t_bar, args_bar])
+    return aug
 
 
-odeint_adjoint_p = primitive(_adjoint, "odeint_adjoint")
+def _sensitivity_system(func: FlatFunc, n: int, p: int, B: int) -> FlatFunc:
+    """The right-hand side of the forward-sensitivity solve for ``B`` tangents
+    at once: the state ``[y, v]`` holds ``y`` (n) and one ``v`` (n) per
+    tangent, the arguments ``[a, da]`` hold ``a`` (p) and one ``da`` (p) per
+    tangent."""
+    from tapegrad.transforms.forward import jvp
+
+    def sens(s: Any, tt: Any, ad: Any) -> Any:
+        y, v = s[:n], tnp.reshape(s[n:], (B, n))
+        a, da = ad[:p], tnp.reshape(ad[p:], (B, p))
+        dt = tnp.zeros_like(tt)
+        if B == 1:
+            dy, dv = jvp(func, (y, tt, a), (v[0], dt, da[0]))
+        else:  # (the B tangents pushed by one forward pass: jacfwd along c at c = 0)
+            from tapegrad.transforms.forward import jacfwd
+
+            dy = func(y, tt, a)
+            c0 = tnp.zeros(B)
+            dv = tnp.transpose(jacfwd(lambda c: func(y + tnp.dot(c, v), tt, a + tnp.dot(c, da)))(c0))
+        return tnp.concatenate([dy, tnp.reshape(dv, (-1,))])
+
+    return sens
 
 
-class _Share:
-    """The adjoint solve, run once per cotangent for all the arguments."""
+def _vjp(ans: Any, packed: Any, *, func: FlatFunc, n: int, T: int, **opts: Any) -> Callable[[Any], Any]:
+    """Reverse mode: the cotangent of ``[y0, t, args]`` by the adjoint method,
+    written with ``odeint_p`` and ``tapegrad.numpy`` so that it differentiates.
+    A stack of cotangents (``jacrev``, ``hessian``) is carried back by one
+    solve."""
+    N = int(np.shape(packed)[0])
+    p = N - n - T
 
-    __slots__ = ("g", "out")
+    def rule(g: Any) -> Any:
+        batch = tuple(np.shape(g)[:-2])
+        B = int(np.prod(batch, dtype=int))
+        g = tnp.reshape(g, (B, T, n))
+        aug = _adjoint_system(func, n, B)
+        _, t, a = _unpack(packed, n, T)
+        adj = g[:, T - 1]
+        t0_bar: Any = tnp.zeros(B)
+        args_bar: Any = tnp.zeros((B, p))
+        t_bars = []
+        for i in range(T - 1, 0, -1):
+            # moving the observation time t[i] moves y(t[i]) along f
+            t_bar = tnp.dot(g[:, i], func(ans[i], t[i], a))
+            t_bars.append(t_bar)
+            t0_bar = t0_bar - t_bar
+            start = tnp.concatenate([ans[i], tnp.reshape(adj, (-1,)), t0_bar, tnp.reshape(args_bar, (-1,))])
+            span = tnp.stack([t[i], t[i - 1]])
+            end = odeint_p(tnp.concatenate([start, span, a]), func=aug, n=n + B * (n + 1 + p), T=2, **opts)[1]
+            adj = tnp.reshape(end[n:n + B * n], (B, n)) + g[:, i - 1]
+            t0_bar = end[n + B * n:n + B * (n + 1)]
+            args_bar = tnp.reshape(end[n + B * (n + 1):], (B, p))
+        ts_bar = tnp.stack([t0_bar, *t_bars[::-1]], axis=1)
+        return tnp.reshape(tnp.concatenate([adj, ts_bar, args_bar], axis=1), batch + (N,))
 
-    def __init__(self) -> None:
-        self.g: Any = None
-        self.out: Any = None
-
-    def get(self, ans: Any, y0: Any, t: Any, fa: Any, g: Any, kw: dict[str, Any]) -> Any:
-        if self.g is not g:
-            self.out = odeint_adjoint_p(ans, y0, t, fa, g, **kw)
-            self.g = g
-        return self.out
-
-
-_pending: list[Any] = [None, None]
-
-
-def _vjp_odeint(argnum: int, ans: Any, y0: Any, t: Any, fa: Any, **kw: Any) -> Any:
-    if _pending[0] == id(ans):
-        share = _pending[1]
-    else:
-        share = _Share()
-        _pending[:] = [id(ans), share]
-    D, T = int(np.size(y0)), len(t)
-    shape = tuple(np.shape(y0))
-
-    def vjp(g: Any) -> Any:
-        packed = share.get(ans, y0, t, fa, g, kw)
-        if argnum == 0:
-            return packed[:D].reshape(shape)
-        if argnum == 1:
-            return packed[D:D + T]
-        return packed[D + T:]
-    return vjp
+    return rule
 
 
-defvjp_argnum(odeint_p, _vjp_odeint)
+def _jvp(ans: Any, packed: Any, *, func: FlatFunc, n: int, T: int, **opts: Any) -> Callable[[Any], Any]:
+    """Forward mode: the tangent of ``ys`` by forward sensitivities, written with
+    ``odeint_p`` and ``tapegrad.numpy`` so that it differentiates. A stack of
+    tangents (``jacfwd``, ``hessian``) is pushed by one solve."""
+    N = int(np.shape(packed)[0])
+    p = N - n - T
+
+    def rule(dp: Any) -> Any:
+        batch = tuple(np.shape(dp)[:-1])
+        B = int(np.prod(batch, dtype=int))
+        dp = tnp.reshape(dp, (B, N))
+        y0, t, a = _unpack(packed, n, T)
+        dy0, dt, da = dp[:, :n], dp[:, n:n + T], dp[:, n + T:]
+        fs = tnp.stack([func(ans[i], t[i], a) for i in range(T)])
+        v0 = dy0 - dt[:, :1] * fs[0]
+        sens = _sensitivity_system(func, n, p, B)
+        sol = odeint_p(tnp.concatenate([y0, tnp.reshape(v0, (-1,)), t, a, tnp.reshape(da, (-1,))]),
+                       func=sens, n=n + B * n, T=T, **opts)
+        vs = tnp.moveaxis(tnp.reshape(sol[:, n:], (T, B, n)), 1, 0)
+        return tnp.reshape(vs + dt[:, :, None] * fs, batch + (T, n))
+
+    return rule
+
+
+defvjp(odeint_p, _vjp, batched=True)
+defjvp(odeint_p, _jvp, batched=True)
+
+
+def _flat_func(func: Callable[..., Any], shape: tuple[int, ...], unravel: Callable[[Any], Any]) -> FlatFunc:
+    def flat(y: Any, tt: Any, a: Any) -> Any:
+        dy = func(tnp.reshape(y, shape), tt, *unravel(a))
+        if isinstance(dy, (list, tuple)):  # (autograd's users write np.array([dy1, dy2]))
+            dy = tnp.stack([tnp.asarray(d) for d in dy])
+        return tnp.reshape(dy, (-1,))
+
+    return flat
 
 
 def odeint(func: Callable[..., Any], y0: Any, t: Any, *fargs: Any, args: Any = None, rtol: float = 1.4e-8,
-           atol: float = 1.4e-8, mxstep: int = 0) -> Any:
+           atol: float = 1.4e-8, mxstep: int = 0, hmax: float = np.inf) -> Any:
     """Solve ``dy/dt = func(y, t, *args)`` from ``y(t[0]) = y0``, returning
     ``y`` at every time in ``t`` (increasing or decreasing), shape
     ``(len(t),) + y0.shape``.
@@ -147,15 +212,23 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, *fargs: Any, args: Any = N
     (``odeint(func, y0, t, k)``), or SciPy's and HIPS autograd's way, as the
     keyword ``args=(k,)`` (a tuple; one value that is not a tuple is taken as
     the only argument), not both. They are any pytree of float arrays.
-    ``mxstep``: the solver's maximum number of internal steps per output
-    interval (0: SciPy's default, 500). Differentiable in ``y0``, ``t`` and
-    the extra arguments (the adjoint method: see the module docstring).
+    ``rtol``, ``atol``: the solver's relative and absolute error tolerances;
+    ``mxstep``: its maximum number of internal steps per output interval (0:
+    SciPy's default, 500); ``hmax``: its largest step (default: no limit).
+
+    Differentiable in ``y0``, ``t`` and the extra arguments, to any order, in
+    reverse and forward mode, under ``vmap`` and ``jit``: each derivative is
+    another ``odeint`` (see the module docstring), solved with the same
+    tolerances.
 
     Examples:
         >>> decay = lambda y, t, k: -k * y
         >>> ys = odeint(decay, np.array([1.0]), np.array([0.0, 1.0]), args=(0.5,))
         >>> round(float(ys[1, 0]), 6)                       # exp(-0.5)
         0.606531
+        >>> d2 = tg.grad(tg.grad(lambda k: odeint(decay, 1.0, np.array([0.0, 1.0]), k)[1]))
+        >>> round(float(d2(0.5)), 5)                        # d2/dk2 exp(-k) = exp(-k)
+        0.60653
     """
     if args is not None:
         if fargs:
@@ -164,7 +237,14 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, *fargs: Any, args: Any = N
         fargs = args if isinstance(args, tuple) else (args,)
     y0 = y0 if isinstance(y0, Traced) else np.asarray(y0, dtype=float)
     t = t if isinstance(t, Traced) else np.asarray(t, dtype=float)
+    if np.ndim(t) != 1:
+        raise ValueError(f"odeint: t must be a 1-D array of times, got shape {np.shape(t)}")
     flat, unravel = ravel_pytree(tuple(fargs))
     if not isinstance(flat, Traced):
         flat = np.asarray(flat, dtype=float)
-    return odeint_p(y0, t, flat, func=func, unravel=unravel, rtol=rtol, atol=atol, mxstep=mxstep)
+    shape = tuple(np.shape(y0))
+    n, T = int(np.prod(shape, dtype=int)), int(np.shape(t)[0])
+    packed = tnp.concatenate([tnp.reshape(y0, (-1,)), t, flat])
+    ys = odeint_p(packed, func=_flat_func(func, shape, unravel), n=n, T=T, rtol=float(rtol),
+                  atol=float(atol), mxstep=int(mxstep), hmax=float(hmax))
+    return tnp.reshape(ys, (T,) + shape)
