@@ -245,6 +245,40 @@ def test_facade_training_step_transfers_nothing(cp: Any) -> None:
             assert TRANSFERS.d2h == 1
 
 
+@pytest.mark.parametrize("optim", ["SGD", "Adam"])
+def test_facade_classification_on_cuda_matches_cpu_and_transfers_only_the_loss(cp: Any, optim: str) -> None:
+    """Linear + CrossEntropyLoss + SGD/Adam: the same losses and weights as on the CPU; each
+    step runs with transfers forbidden, and ``loss.item()`` is its one transfer."""
+    import tapegrad.torch as torch
+
+    nn = torch.nn
+
+    def train(device: str) -> tuple[list[float], list[Any]]:
+        torch.manual_seed(3)
+        model = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 4)).to(device)
+        opt = getattr(torch.optim, optim)(model.parameters(), lr=0.1)
+        x, y = torch.randn(12, 5).to(device), torch.randint(0, 4, (12,)).to(device)
+        lossf, losses = nn.CrossEntropyLoss(), []
+        for _ in range(3):
+            with no_transfers(cp) if device == "cuda" else contextlib.nullcontext():
+                opt.zero_grad()
+                loss = lossf(model(x), y)
+                loss.backward()
+                opt.step()
+            TRANSFERS.reset()
+            losses.append(loss.item())
+            if device == "cuda" and is_model(cp):
+                assert TRANSFERS.d2h == 1
+        return losses, list(model.parameters())
+
+    cpu_losses, cpu_params = train("cpu")
+    dev_losses, dev_params = train("cuda")
+    np.testing.assert_allclose(dev_losses, cpu_losses, rtol=1e-5)
+    for p, q in zip(dev_params, cpu_params):
+        assert p.device.type == "cuda"
+        np.testing.assert_allclose(p.detach().cpu().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-6)
+
+
 def test_facade_device_moves(cp: Any) -> None:
     import tapegrad.torch as torch
 

@@ -46,7 +46,7 @@ LAYERS = ["Linear", "Conv1d", "Conv2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm
 
 # layers that do not yet run on the device (open work, docs/gpu.md): their integer targets or
 # indices are read on the host (bounds checks, nll's mask built with NumPy) -- a fix removes its entry
-KNOWN_FAILING = {"Embedding", "CrossEntropyLoss", "NLLLoss"}
+KNOWN_FAILING: set[str] = set()
 
 
 def _run(torch: Any, make: Callable[[], Any], xs: list[Any], device: str) -> tuple[Any, list[Any]]:
@@ -85,6 +85,52 @@ def test_layer_on_cuda_matches_cpu(cp: Any, name: str) -> None:
             _matches(torch, name)
         return
     _matches(torch, name)
+
+
+def _loss_cases(torch: Any) -> dict[str, Callable[[Any, Callable[[Any], Any]], Any]]:
+    """Calls ``f(x, dev)`` of the integer-indexed functions with the options that change their mask."""
+    F = torch.nn.functional
+    t3 = torch.tensor([0, 3, 1])
+    w = torch.tensor([0.5, 2.0, 1.0, 3.0])
+    return {
+        "nll_weight_ignore": lambda x, d: F.nll_loss(x.log_softmax(1), d(t3), weight=d(w), ignore_index=3),
+        "nll_sum": lambda x, d: F.nll_loss(x, d(t3), reduction="sum"),
+        "nll_none_weight": lambda x, d: F.nll_loss(x, d(t3), weight=d(w), reduction="none"),
+        "nll_all_ignored": lambda x, d: F.nll_loss(x, d(torch.tensor([1, 1, 1])), ignore_index=1),
+        "nll_1d": lambda x, d: F.nll_loss(x[0], d(torch.tensor(2))),
+        "ce_spatial": lambda x, d: F.cross_entropy(x.reshape(1, 3, 2, 2), d(torch.tensor([[[0, 2], [1, 1]]]))),
+        "ce_weight_mean": lambda x, d: F.cross_entropy(x, d(t3), weight=d(w)),
+        "embedding_padding": lambda x, d: F.embedding(d(torch.tensor([[0, 2], [1, 2]])), x, padding_idx=2),
+        "embedding_max_norm": lambda x, d: F.embedding(d(torch.tensor([2, 0, 2])), x * 1.0, max_norm=1.5),
+    }
+
+
+_LOSS_CASES = ["nll_weight_ignore", "nll_sum", "nll_none_weight", "nll_all_ignored", "nll_1d", "ce_spatial",
+               "ce_weight_mean", "embedding_padding", "embedding_max_norm"]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (every target ignored: 0/0, NaN as in PyTorch)
+@pytest.mark.parametrize("case", _LOSS_CASES)
+def test_integer_indexed_functions_on_cuda_match_cpu(cp: Any, case: str) -> None:
+    """nll_loss, cross_entropy and embedding build their masks and gathers on the device:
+    values and gradients equal the CPU's, and nothing is read on the host."""
+    import tapegrad.torch as torch
+
+    from cupy_model import TRANSFERS, is_model
+
+    f = _loss_cases(torch)[case]
+    x0 = torch.randn(3, 4)
+    res = {}
+    for dev in ("cpu", "cuda"):
+        x = x0.detach().clone().to(dev).requires_grad_(True)
+        TRANSFERS.reset()
+        out = f(x, lambda t, dev=dev: t.to(dev))
+        out.pow(2).sum().backward()
+        if dev == "cuda" and is_model(cp):
+            assert TRANSFERS.d2h == 0, TRANSFERS.log
+        res[dev] = (out.detach().cpu().numpy(), x.grad.cpu().numpy())
+    np.testing.assert_allclose(res["cuda"][0], res["cpu"][0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(res["cuda"][1], res["cpu"][1], rtol=1e-4, atol=1e-6)
 
 
 _MIXED: dict[str, Callable[[Any], Any]] = {

@@ -16,7 +16,7 @@ import numpy as np
 
 from tapegrad.backend import array_module
 
-__all__ = ["broadcast_mismatch", "device_clash", "matmul_mismatch"]
+__all__ = ["broadcast_mismatch", "device_arg_clash", "device_clash", "matmul_mismatch"]
 
 
 def broadcast_mismatch(sa: Sequence[int], sb: Sequence[int]) -> RuntimeError | None:
@@ -72,4 +72,30 @@ def device_clash(*values: Any) -> RuntimeError | None:
         array_module(*values)
     except ValueError:
         return RuntimeError(_DEVICES)
+    return None
+
+
+def _device_name(v: Any) -> str:
+    """``"cpu"`` or ``"cuda:0"``: where the array (or traced value) ``v`` lies."""
+    return "cuda:0" if array_module(v).__name__ == "cupy" else "cpu"
+
+
+def device_arg_clash(method: str, *args: tuple[str, Any]) -> RuntimeError | None:
+    """PyTorch's RuntimeError when the named arguments ``args`` (``(name, array)``; None
+    for an absent one) lie on two devices, as the device check of its generated
+    wrappers words it (torch 2.13: ``mm``, ``bmm``, ``addmm``, ``index_select`` and the
+    others checked before their kernel): the first argument's device is the common
+    one, the first argument on another device is named. ``method`` is the wrapper's
+    name (``wrapper_CUDA_bmm``). None when all lie on one device."""
+    common = None
+    for name, v in args:
+        if v is None:
+            continue
+        dev = _device_name(v)
+        if common is None:
+            common = dev
+        elif dev != common:
+            return RuntimeError(f"Expected all tensors to be on the same device, but got {name} is on {dev}, "
+                                f"different from other tensors on {common} (when checking argument in method "
+                                f"{method})")
     return None
