@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cupy_model import TRANSFERS, is_model
 
 import tapegrad as tg
 import tapegrad.numpy as tnp
@@ -115,8 +116,6 @@ def test_integer_indexed_functions_on_cuda_match_cpu(cp: Any, case: str) -> None
     """nll_loss, cross_entropy and embedding build their masks and gathers on the device:
     values and gradients equal the CPU's, and nothing is read on the host."""
     import tapegrad.torch as torch
-
-    from cupy_model import TRANSFERS, is_model
 
     f = _loss_cases(torch)[case]
     x0 = torch.randn(3, 4)
