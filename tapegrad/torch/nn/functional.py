@@ -39,7 +39,7 @@ from tapegrad.torch._creation import _rng, broadcast_tensors
 from tapegrad.torch._graph import GT
 from tapegrad.torch._missing import missing_names
 from tapegrad.torch._promote import _promote
-from tapegrad.torch._shape_errors import device_arg_clash
+from tapegrad.torch._shape_errors import device_arg_clash, device_clash
 from tapegrad.torch._tensor import Tensor
 from tapegrad.torch._tensor_base import _new, _rec, _rec1, _result
 from tapegrad.torch.nn.functional_conv import (
@@ -355,7 +355,11 @@ def _pointwise_loss(input: Tensor, target: Tensor, reduction: str, name: str,  #
                     fn: Callable[[Any], Any]) -> Tensor:
     """``fn(input - target)`` (of values), reduced, as one node ``name``."""
     a, b = _promote(input._value, target._value)
-    return _result(_reduce(fn(tnp.subtract(a, b)), reduction), name, (input, target))
+    try:
+        d = tnp.subtract(a, b)
+    except (TypeError, ValueError) as e:
+        raise device_clash(a, b) or e from None
+    return _result(_reduce(fn(d), reduction), name, (input, target))
 
 
 def _weighted(loss: Tensor, input: Tensor, weight: Tensor, reduction: str, by_weight: bool) -> Tensor:  # noqa: A002
