@@ -245,6 +245,40 @@ def test_facade_training_step_transfers_nothing(cp: Any) -> None:
             assert TRANSFERS.d2h == 1
 
 
+@pytest.mark.parametrize("optim", ["SGD", "Adam"])
+def test_facade_classification_on_cuda_matches_cpu_and_transfers_only_the_loss(cp: Any, optim: str) -> None:
+    """Linear + CrossEntropyLoss + SGD/Adam: the same losses and weights as on the CPU; each
+    step runs with transfers forbidden, and ``loss.item()`` is its one transfer."""
+    import tapegrad.torch as torch
+
+    nn = torch.nn
+
+    def train(device: str) -> tuple[list[float], list[Any]]:
+        torch.manual_seed(3)
+        model = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 4)).to(device)
+        opt = getattr(torch.optim, optim)(model.parameters(), lr=0.1)
+        x, y = torch.randn(12, 5).to(device), torch.randint(0, 4, (12,)).to(device)
+        lossf, losses = nn.CrossEntropyLoss(), []
+        for _ in range(3):
+            with no_transfers(cp) if device == "cuda" else contextlib.nullcontext():
+                opt.zero_grad()
+                loss = lossf(model(x), y)
+                loss.backward()
+                opt.step()
+            TRANSFERS.reset()
+            losses.append(loss.item())
+            if device == "cuda" and is_model(cp):
+                assert TRANSFERS.d2h == 1
+        return losses, list(model.parameters())
+
+    cpu_losses, cpu_params = train("cpu")
+    dev_losses, dev_params = train("cuda")
+    np.testing.assert_allclose(dev_losses, cpu_losses, rtol=1e-5)
+    for p, q in zip(dev_params, cpu_params):
+        assert p.device.type == "cuda"
+        np.testing.assert_allclose(p.detach().cpu().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-6)
+
+
 def test_facade_device_moves(cp: Any) -> None:
     import tapegrad.torch as torch
 
@@ -297,3 +331,34 @@ def test_distributed_staging_of_device_leaves(cp: Any, monkeypatch: pytest.Monke
     monkeypatch.setattr(dist._S, "cuda_aware", True)
     buf = packed.pack(*packed.groups[0])
     assert dist._to_mpi(buf, gpu=True) is buf  # CUDA-aware MPI reads device memory itself
+
+
+# --- tapegrad.scipy.linalg and .signal: cupyx.scipy where CuPy has the function ------------------
+
+def test_scipy_linalg_and_signal_on_device_use_cupyx(cp: Any) -> None:
+    """solve_triangular and convolve run through cupyx.scipy on device arrays (values and
+    gradients equal the CPU's); functions cupyx.scipy lacks raise an error naming them."""
+    import tapegrad.scipy.linalg as tsl
+    import tapegrad.scipy.signal as tss
+
+    rng = np.random.default_rng(4)
+    a = np.triu(rng.standard_normal((3, 3))) + 3 * np.eye(3)
+    b = rng.standard_normal((3, 2))
+    k = rng.standard_normal(4)
+    progs = {
+        "solve_triangular": (lambda a, b: tnp.sum(tsl.solve_triangular(a, b) ** 2), (a, b)),
+        "solve_triangular_lower_trans": (
+            lambda a, b: tnp.sum(tsl.solve_triangular(a.T, b, lower=True, trans=1) ** 2), (a, b)),
+        "convolve": (lambda x, k: tnp.sum(tss.convolve(x, k, mode="same") ** 2), (b[:, 0], k)),
+    }
+    for name, (f, args) in progs.items():
+        dargs = [cp.asarray(v) for v in args]
+        want = tg.grad(f, argnums=(0, 1))(*args)
+        got = tg.grad(f, argnums=(0, 1))(*dargs)
+        for g, h in zip(got, want):
+            np.testing.assert_allclose(_host(cp, g), h, rtol=1e-10, err_msg=name)
+        np.testing.assert_allclose(float(f(*dargs)), f(*args), rtol=1e-12, err_msg=name)
+    with pytest.raises(NotImplementedError, match="cupyx.scipy.linalg.sqrtm"):
+        tsl.sqrtm(cp.asarray(a @ a.T))
+    with pytest.raises(NotImplementedError, match="cupyx.scipy.linalg.solve_banded"):
+        tsl.solve_banded((1, 1), cp.asarray(rng.standard_normal((3, 3))), cp.asarray(b))

@@ -282,7 +282,7 @@ def take(a: ArrayLike, indices: Any, axis: Any = None, out: Any = None, mode: st
         return np.take(a, indices, axis=axis, **({"mode": mode} if mode != "raise" else {}))
     a = _arr(a)
     if type(indices) is not Traced:  # (positions a jit computed stay traced: the jit records them)
-        indices = np.asarray(indices)
+        indices = array_module(indices).asarray(indices)  # (device indices stay on the device)
     if axis is None:
         a, axis = ravel(a), 0
     ax = normalize_axis(axis, np.ndim(a))

@@ -113,6 +113,8 @@ def _unique_int_index(key: tuple[Any, ...]) -> bool:
     a = arrays[0]
     if a.size == 0:
         return True
+    if type(a) is not np.ndarray and array_module(a) is not np:  # (a device index: reading it is a sync)
+        return False
     return bool(a.min() >= 0 and array_module(a).unique(a).size == a.size)
 
 def _batched_view(x: Any, nb: int) -> Any:

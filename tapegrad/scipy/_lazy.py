@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Any
+
+import numpy as np
 
 
 def scipy_module(module: str, who: str) -> ModuleType:
@@ -13,3 +16,26 @@ def scipy_module(module: str, who: str) -> ModuleType:
         return importlib.import_module(f"scipy.{module}")
     except ImportError as e:
         raise ImportError(f"{who} needs SciPy: pip install scipy") from e
+
+
+def scipy_module_for(module: str, name: str, who: str, *arrays: Any) -> ModuleType:
+    """The module whose ``name`` runs on ``arrays``: ``scipy.<module>`` for host arrays,
+    ``cupyx.scipy.<module>`` for CuPy arrays. Raises ``NotImplementedError`` naming
+    what CuPy lacks when ``cupyx.scipy.<module>`` has no ``name`` (CuPy 13's
+    ``cupyx.scipy.linalg`` has ``solve_triangular`` but no ``solve_banded``,
+    ``solve_sylvester`` or ``sqrtm``)."""
+    if all(type(a) is np.ndarray for a in arrays):
+        return scipy_module(module, who)
+    from tapegrad.backend import array_module
+
+    if array_module(*arrays).__name__ != "cupy":
+        return scipy_module(module, who)
+    try:
+        mod = importlib.import_module(f"cupyx.scipy.{module}")
+    except ImportError:
+        mod = None
+    if getattr(mod, name, None) is None:
+        raise NotImplementedError(f"{who} on CuPy arrays needs cupyx.scipy.{module}.{name}, which CuPy does not "
+                                  "have; move the arrays to the host (cupy.asnumpy) to run it with SciPy")
+    assert mod is not None
+    return mod

@@ -42,18 +42,22 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.backend import array_module
 from tapegrad.batching import defbatch, elementwise_rule
 from tapegrad.core.primitive import defvjp, primitive
 from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import derived as d
 from tapegrad.numpy import linalg as tla
 from tapegrad.numpy import wrap as w
-from tapegrad.scipy._lazy import scipy_module
+from tapegrad.scipy._lazy import scipy_module, scipy_module_for
 
 __all__ = ["cholesky", "solve_banded", "solve_sylvester", "solve_triangular", "sqrtm"]
 
 
-def _scipy_linalg(name: str) -> ModuleType:
+def _scipy_linalg(name: str, *arrays: Any) -> ModuleType:
+    """``scipy.linalg``, or ``cupyx.scipy.linalg`` for CuPy ``arrays`` (an error when it lacks ``name``)."""
+    if arrays:
+        return scipy_module_for("linalg", name, f"tapegrad.scipy.linalg.{name}", *arrays)
     return scipy_module("linalg", f"tapegrad.scipy.linalg.{name}")
 
 
@@ -89,13 +93,14 @@ def _tri(a: Any, lower: bool, unit: bool) -> Any:
     t = w.tril(a) if lower else w.triu(a)
     if unit:
         n = a.shape[-1]
-        t = t * (1.0 - np.eye(n)) + np.eye(n, dtype=np.result_type(value(a).dtype, np.float64))
+        xp = array_module(value(a))
+        t = t * (1.0 - xp.eye(n)) + xp.eye(n, dtype=np.result_type(value(a).dtype, np.float64))
     return t
 
 
 def _solve_tri(a: Any, b: Any, lower: bool = False, unit_diagonal: bool = False, trans: int = 0) -> Any:
     if a.ndim == 2 and b.ndim == 2:
-        return _scipy_linalg("solve_triangular").solve_triangular(
+        return _scipy_linalg("solve_triangular", a, b).solve_triangular(
             a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
     t = _tri(a, lower, unit_diagonal)
     if trans:
@@ -113,7 +118,7 @@ def _vjp_tri_a(ans: Any, a: Any, b: Any, lower: bool = False, unit_diagonal: boo
         ga = -_mm(gb, _T(ans)) if trans == 0 else -_mm(ans, _T(gb))
         ga = w.tril(ga) if lower else w.triu(ga)
         if unit_diagonal:
-            ga = ga * (1.0 - np.eye(a.shape[-1]))
+            ga = ga * (1.0 - array_module(value(a)).eye(a.shape[-1]))
         return ga
     return vjp
 
@@ -145,9 +150,9 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_d
     if np.ndim(value(a)) < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"solve_triangular: expected a square matrix, got shape {np.shape(value(a))}")
     if not isinstance(a, Traced):
-        a = np.asarray(a)
+        a = array_module(a).asarray(a)  # (a device array stays on the device)
     if not isinstance(b, Traced):
-        b = np.asarray(b)
+        b = array_module(b).asarray(b)
     if tr == 2:
         a = w.conjugate(a) if np.iscomplexobj(value(a)) else a
         tr = 1
@@ -164,7 +169,7 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_d
 
 
 def _sylvester(a: Any, b: Any, q: Any) -> Any:
-    sl = _scipy_linalg("solve_sylvester")
+    sl = _scipy_linalg("solve_sylvester", a, b, q)
     return _stack_loop(sl.solve_sylvester, np.result_type(a, b, q), a, b, q)
 
 
@@ -190,7 +195,7 @@ def solve_sylvester(a: Any, b: Any, q: Any) -> Any:
 
 
 def _sqrtm(a: Any) -> Any:
-    sq = _scipy_linalg("sqrtm").sqrtm
+    sq = _scipy_linalg("sqrtm", a).sqrtm
     return _stack_loop(sq, np.result_type(a, np.float64), a)
 
 
@@ -211,7 +216,7 @@ def sqrtm(A: Any, disp: bool = True, blocksize: int = 64) -> Any:
     module docstring); ``disp`` and ``blocksize`` are accepted and ignored."""
     if np.ndim(value(A)) < 2 or A.shape[-1] != A.shape[-2]:
         raise ValueError(f"sqrtm: expected a square matrix, got shape {np.shape(value(A))}")
-    return sqrtm_p(A if isinstance(A, Traced) else np.asarray(A))
+    return sqrtm_p(A if isinstance(A, Traced) else array_module(A).asarray(A))
 
 
 
@@ -220,7 +225,7 @@ def sqrtm(A: Any, disp: bool = True, blocksize: int = 64) -> Any:
 
 
 def _solve_banded(ab: Any, b: Any, *, l: int, u: int) -> Any:
-    return _scipy_linalg("solve_banded").solve_banded((l, u), ab, b)
+    return _scipy_linalg("solve_banded", ab, b).solve_banded((l, u), ab, b)
 
 
 solve_banded_p = primitive(_solve_banded, "solve_banded")
@@ -285,9 +290,9 @@ def solve_banded(l_and_u: tuple[int, int], ab: Any, b: Any, overwrite_ab: bool =
     """
     l, u = (int(v) for v in l_and_u)
     if not isinstance(ab, Traced):
-        ab = np.asarray(ab)
+        ab = array_module(ab).asarray(ab)
     if not isinstance(b, Traced):
-        b = np.asarray(b)
+        b = array_module(b).asarray(b)
     if ab.ndim != 2 or ab.shape[0] != l + u + 1:
         raise ValueError(f"solve_banded: invalid values for the number of lower and upper diagonals: "
                          f"l+u+1 ({l + u + 1}) does not equal ab.shape[0] ({ab.shape[0] if ab.ndim else 0})")

@@ -22,17 +22,18 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad.backend import array_module
 from tapegrad.batching import defbatch
 from tapegrad.core.primitive import defvjp, primitive
 from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import wrap as w
-from tapegrad.scipy._lazy import scipy_module
+from tapegrad.scipy._lazy import scipy_module_for
 
 __all__ = ["convolve"]
 
 
 def _convolve(in1: Any, in2: Any, mode: str = "full", method: str = "auto") -> Any:
-    signal = scipy_module("signal", "tapegrad.scipy.signal.convolve")
+    signal = scipy_module_for("signal", "convolve", "tapegrad.scipy.signal.convolve", in1, in2)
     return signal.convolve(in1, in2, mode=mode, method=method)
 
 
@@ -118,8 +119,8 @@ def convolve(in1: Any, in2: Any, mode: str = "full", method: str = "auto", *, ax
                         "here pass axes= and dot_axes= by name")
     if mode not in ("full", "same", "valid"):
         raise ValueError(f"convolve: mode must be 'full', 'same' or 'valid', got {mode!r}")
-    a = in1 if isinstance(in1, Traced) else np.asarray(in1)
-    b = in2 if isinstance(in2, Traced) else np.asarray(in2)
+    a = in1 if isinstance(in1, Traced) else array_module(in1).asarray(in1)  # (device arrays stay there)
+    b = in2 if isinstance(in2, Traced) else array_module(in2).asarray(in2)
     if axes is not None or dot_axes is not None:
         return _convolve_axes(a, b, axes, dot_axes, mode, method)
     if np.ndim(value(a)) != np.ndim(value(b)) and a.ndim != b.ndim:

@@ -24,7 +24,12 @@ from tapegrad.torch._graph import (
     note_attrs,
 )
 from tapegrad.torch._promote import _contiguous, _promote, _scalar_operand
-from tapegrad.torch._shape_errors import broadcast_mismatch, device_clash, matmul_mismatch
+from tapegrad.torch._shape_errors import (
+    broadcast_mismatch,
+    device_arg_clash,
+    device_clash,
+    matmul_mismatch,
+)
 from tapegrad.torch._tensor_base import (
     _ADD,
     _DIV,
@@ -56,6 +61,19 @@ def _as_pytorch_shapes(a: Any, b: Any, err: Exception) -> Exception:
     return err if clash is None else clash
 
 
+def _scalar_moved(x: Any, y: Any) -> tuple[Any, Any] | None:
+    """The error path's question: is one of tensors ``x``, ``y`` a 0-d CPU tensor and the
+    other a CUDA tensor? PyTorch takes such a tensor as a scalar: the pair with it moved
+    to the other's device (a differentiable copy), else None."""
+    if not (isinstance(x, Tensor) and isinstance(y, Tensor)) or x.device == y.device:
+        return None
+    if x.ndim == 0 and x.device.type == "cpu":
+        return x.to(y.device), y
+    if y.ndim == 0 and y.device.type == "cpu":
+        return x, y.to(x.device)
+    return None
+
+
 def _no_integer_zero_division(a: Any, b: Any) -> None:
     """PyTorch's ``ZeroDivisionError`` (a RuntimeError) for an integer ``//`` or ``%`` by 0."""
     va, vb = value(a), value(b)
@@ -70,6 +88,9 @@ def binary_op(x: TensorBase, other: Any, fn: Any, name: str) -> Tensor:
     try:
         r = fn(a, b)
     except (ValueError, TypeError) as e:
+        moved = _scalar_moved(x, other)
+        if moved is not None:
+            return binary_op(*moved, fn, name)
         raise _as_pytorch_shapes(a, b, e) from None
     return _result(r, name, (x, o))
 
@@ -126,6 +147,9 @@ class ArithOps(_Base):
                 return t
             return _result(fn(a, b), name, (self, o))
         except (ValueError, TypeError) as e:
+            moved = _scalar_moved(self, other)
+            if moved is not None:
+                return moved[0]._arith(moved[1], fn, name, div)
             raise _as_pytorch_shapes(a, b, e) from None
 
     # A float tensor and a Python float (x * 1.0001) need no promotion: the
@@ -172,7 +196,10 @@ class ArithOps(_Base):
         a, b, o = _operands(self, other)
         try:
             r = tnp.power(a, b)
-        except ValueError as e:
+        except (ValueError, TypeError) as e:
+            moved = _scalar_moved(self, other)
+            if moved is not None:
+                return moved[0].__pow__(moved[1])
             raise _as_pytorch_shapes(a, b, e) from None
         if o is None:
             t = _result(r, "PowBackward0", (self,))
@@ -392,7 +419,11 @@ class ArithOps(_Base):
         if a.dtype != b.dtype:
             raise RuntimeError(f"expected scalar type {SCALAR_TYPE[a.dtype.name]} but found "
                                f"{SCALAR_TYPE[b.dtype.name]}")
-        return _result(tnp.matmul(a, b), "BmmBackward0", (self, other))
+        try:
+            r = tnp.matmul(a, b)
+        except (TypeError, ValueError) as e:
+            raise device_arg_clash("wrapper_CUDA_bmm", ("self", a), ("mat2", b)) or e from None
+        return _result(r, "BmmBackward0", (self, other))
 
     # (added for nn.Linear) ``torch.addmm``: one node, named as PyTorch names it
     def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
@@ -405,12 +436,16 @@ class ArithOps(_Base):
         clash = matmul_mismatch(a.shape, b.shape)
         if clash is not None:
             raise clash
-        m = tnp.matmul(a, b)
-        if alpha != 1:
-            m = tnp.multiply(m, alpha)
-        if beta != 1:
-            s = tnp.multiply(s, beta)
-        return _result(tnp.add(m, s), "AddmmBackward0", (self, mat1, mat2))
+        try:
+            m = tnp.matmul(a, b)
+            if alpha != 1:
+                m = tnp.multiply(m, alpha)
+            if beta != 1:
+                s = tnp.multiply(s, beta)
+            r = tnp.add(m, s)
+        except (TypeError, ValueError) as e:
+            raise device_arg_clash("wrapper_CUDA_addmm", ("self", s), ("mat1", a), ("mat2", b)) or e from None
+        return _result(r, "AddmmBackward0", (self, mat1, mat2))
 
     def addcmul(self, t1: Any, t2: Any, value: Any = 1) -> Tensor:
         r = self + t1 * t2 * value if value != 1 else self + t1 * t2

@@ -21,7 +21,7 @@ from tapegrad.torch._tensor_base import Tensor, _new
 def _const(r: Any, dtype: Any = None) -> Tensor:
     """A tensor of a result with no gradient (a comparison, indices): a plain
     array, or, inside ``vmap``, the batched value itself (cast to ``dtype``)."""
-    if type(r) is Traced:
+    if type(r) is Traced or hasattr(r, "__cuda_array_interface__"):  # (batched, or a device array: kept)
         return _new(r if dtype is None or r.dtype == dtype else r.astype(dtype))  # type: ignore[attr-defined]
     return _new(np.asarray(r, dtype))
 

@@ -614,13 +614,27 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa:
     elif isinstance(other, Tensor):
         a = np.asarray(a, dtype=b.dtype)
     ins = tuple(x if isinstance(x, Tensor) else None for x in (input, other))
-    return _result(tp.where_mask(c, a, b), "WhereBackward0", ins)
+    try:
+        r = tp.where_mask(c, a, b)
+    except (TypeError, ValueError) as e:
+        ts = [t for t in (condition, input, other) if isinstance(t, Tensor)]
+        dev = next((t.device for t in ts if t.device.type != "cpu"), None)
+        if dev is None or not all(t.device == dev or t.ndim == 0 for t in ts):  # (0-d CPU tensors: scalars)
+            raise device_clash(c, a, b) or e from None
+        moved = [t.to(dev) if isinstance(t, Tensor) else t for t in (condition, input, other)]
+        return where(*moved)
+    return _result(r, "WhereBackward0", ins)
 
 
 def einsum(equation: str, *operands: Any) -> Tensor:
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    return _result(tnp.einsum(equation, *[t._value for t in operands]), "ViewBackward0", operands)
+    vals = [t._value for t in operands]
+    try:
+        r = tnp.einsum(equation, *vals)
+    except (TypeError, ValueError) as e:
+        raise device_clash(*vals) or e from None
+    return _result(r, "ViewBackward0", operands)
 
 
 def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:

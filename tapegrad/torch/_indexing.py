@@ -21,6 +21,7 @@ from tapegrad.torch._graph import (
 )
 from tapegrad.torch._inplace import _DONE
 from tapegrad.torch._promote import _INT_INDEX, _broadcast_shape, _cast, _check_bounds, _dim
+from tapegrad.torch._shape_errors import index_device_clash
 from tapegrad.torch._tensor_base import OpsBase as _Base
 from tapegrad.torch._tensor_base import Tensor, TensorBase, _new, _result, _v, _viewed
 
@@ -276,7 +277,11 @@ class IndexingOps(_Base):
         key = tuple(as_int(i) for i in key) if isinstance(key, tuple) else as_int(key)
         k = _index_key(key)
         if not _basic_key(k):
-            return _result(self._value[k], _index_name(key), (self,))
+            try:
+                r = self._value[k]
+            except (TypeError, ValueError) as e:
+                raise index_device_clash(self._value, k) or e from None
+            return _result(r, _index_name(key), (self,))
         r = self._value[k]
         if type(r) is not Traced:  # (recorded nothing: no node to name)
             if isinstance(r, np.generic):  # every axis indexed: a 0-d view, not NumPy's scalar copy

@@ -32,6 +32,7 @@ from tapegrad.torch._graph import (
 )
 from tapegrad.torch._prims import stepped
 from tapegrad.torch._promote import _cast
+from tapegrad.torch._shape_errors import device_clash
 from tapegrad.torch._tensor_base import (
     LEAF_INPLACE,
     MULTI_VIEW,
@@ -301,7 +302,12 @@ class InplaceOps(_Base):
                 raise RuntimeError("result type Float can't be cast to the desired output type Long")
             return fn(a, b)
 
-        return self._inplace(name, op, (o,) if (o is not None or scalar_edge) else ())
+        try:
+            return self._inplace(name, op, (o,) if (o is not None or scalar_edge) else ())
+        except (TypeError, ValueError) as e:
+            if o is not None and o.ndim == 0 and o.device.type == "cpu" and self.device.type != "cpu":
+                return self._binary_(o.to(self.device), fn, name, div, scalar_edge)  # (PyTorch's CPU scalar)
+            raise device_clash(self._value, o._value if o is not None else None) or e from None
 
     def add_(self, other: Any, alpha: Any = 1) -> Self:
         if alpha != 1 and isinstance(other, Tensor):  # one AddBackward0 over self and other, as PyTorch's
@@ -363,6 +369,8 @@ class InplaceOps(_Base):
 
     def copy_(self, src: Any, non_blocking: builtins.bool = False) -> Self:
         """Copy ``src`` (broadcast, cast) into this tensor in place."""
+        if isinstance(src, Tensor) and src.device != self.device:  # (PyTorch copies across devices)
+            src = src.to(self.device)
         s = _v(src)
 
         def op(a: Any) -> Any:

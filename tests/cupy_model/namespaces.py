@@ -1,5 +1,5 @@
 """The model's modules: ``cupy``, ``cupy.linalg``, ``cupy.fft``, ``cupy.random``,
-``cupy.cuda``, ``cupyx``, ``cupyx.scipy.special``.
+``cupy.cuda``, ``cupyx``, ``cupyx.scipy.special``, ``cupyx.scipy.linalg``, ``cupyx.scipy.signal``.
 
 Which names exist: NumPy's public functions less ``MISSING`` (names NumPy 2.4
 has and CuPy 13 lacks: the "Comparison Table" of docs.cupy.dev and dpnp's
@@ -77,6 +77,9 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "linalg.norm": ("x", "ord", "axis", "keepdims"),
     "linalg.pinv": ("a", "rcond"),
     "linalg.matrix_rank": ("M", "tol"),
+    # cupyx/scipy/linalg/_solve_triangular.py: one matrix, one right-hand side block (no stacks)
+    "scipy.linalg.solve_triangular": ("a", "b", "trans", "lower", "unit_diagonal", "overwrite_b", "check_finite"),
+    "scipy.signal.convolve": ("in1", "in2", "mode", "method"),
     **{f"fft.{n}": ("a", "n", "axis", "norm") for n in
        ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")},
     **{f"fft.{n}": ("a", "s", "axes", "norm") for n in
@@ -101,6 +104,17 @@ SPECIAL = ["i0", "i0e", "i1", "i1e", "j0", "j1", "k0", "k0e", "k1", "k1e", "y0",
            "softmax", "log_softmax", "zeta", "zetac", "lambertw", "cbrt", "exp10", "exp2", "radian", "cosdg",
            "sindg", "tandg", "cotdg", "log1p", "expm1", "exprel", "cosm1", "round", "xlogy", "xlog1py",
            "logsumexp", "sinc", "ellipk", "ellipkm1", "ellipj", "ellipkinc", "ellipeinc"]
+
+
+# cupyx.scipy.linalg: the names cupyx/scipy/linalg/__init__.py imports in CuPy 13 (solve_triangular,
+# lu, expm, the special matrices; no solve_banded, solve_sylvester, sqrtm, cholesky)
+SCIPY_LINALG = ["solve_triangular", "lu", "lu_factor", "lu_solve", "expm", "khatri_rao", "bandwidth", "block_diag",
+                "circulant", "companion", "convolution_matrix", "dft", "fiedler", "fiedler_companion", "hadamard",
+                "hankel", "helmert", "hilbert", "kron", "leslie", "toeplitz", "tri", "tril", "triu"]
+# cupyx.scipy.signal's convolutions (cupyx/scipy/signal/_signaltools.py: convolve(in1, in2, mode, method),
+# correlate, fftconvolve, oaconvolve, convolve2d, correlate2d, choose_conv_method)
+SCIPY_SIGNAL = ["convolve", "correlate", "fftconvolve", "oaconvolve", "convolve2d", "correlate2d",
+                "choose_conv_method"]
 
 
 def function(npf: Any, name: str, key: str | None = None) -> Any:
@@ -365,13 +379,20 @@ def build() -> dict[str, types.ModuleType]:
     mods["cupy.lib.stride_tricks"] = tricks
     special = module("cupyx.scipy.special", {n: _special_function(n) for n in SPECIAL if hasattr(sps, n)})
     NAMESPACE["__special__"] = special.__dict__  # (ufuncs of scipy.special on device arrays: core.pyx)
-    scipy = module("cupyx.scipy", {"special": special})
+    import scipy.linalg as spl
+    import scipy.signal as sps_signal
+    slinalg = module("cupyx.scipy.linalg", {n: function(getattr(spl, n), n, f"scipy.linalg.{n}")
+                                            for n in SCIPY_LINALG if hasattr(spl, n)})
+    ssignal = module("cupyx.scipy.signal", {n: function(getattr(sps_signal, n), n, f"scipy.signal.{n}")
+                                            for n in SCIPY_SIGNAL})
+    scipy = module("cupyx.scipy", {"special": special, "linalg": slinalg, "signal": ssignal})
     scipy.__path__ = []
     cupyx = module("cupyx", {"scatter_add": _scatter("add"), "scatter_max": _scatter("maximum"),
                              "scatter_min": _scatter("minimum"), "allow_synchronize": core.allow_synchronize,
                              "DeviceSynchronized": core.DeviceSynchronized, "scipy": scipy})
     cupyx.__path__ = []
-    mods.update({"cupyx": cupyx, "cupyx.scipy": scipy, "cupyx.scipy.special": special})
+    mods.update({"cupyx": cupyx, "cupyx.scipy": scipy, "cupyx.scipy.special": special,
+                 "cupyx.scipy.linalg": slinalg, "cupyx.scipy.signal": ssignal})
     for full, m in mods.items():
         if "." in full:
             parent, _, leaf = full.rpartition(".")

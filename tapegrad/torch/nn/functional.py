@@ -39,6 +39,7 @@ from tapegrad.torch._creation import _rng, broadcast_tensors
 from tapegrad.torch._graph import GT
 from tapegrad.torch._missing import missing_names
 from tapegrad.torch._promote import _promote
+from tapegrad.torch._shape_errors import device_arg_clash, device_clash
 from tapegrad.torch._tensor import Tensor
 from tapegrad.torch._tensor_base import _new, _rec, _rec1, _result
 from tapegrad.torch.nn.functional_conv import (
@@ -354,7 +355,11 @@ def _pointwise_loss(input: Tensor, target: Tensor, reduction: str, name: str,  #
                     fn: Callable[[Any], Any]) -> Tensor:
     """``fn(input - target)`` (of values), reduced, as one node ``name``."""
     a, b = _promote(input._value, target._value)
-    return _result(_reduce(fn(tnp.subtract(a, b)), reduction), name, (input, target))
+    try:
+        d = tnp.subtract(a, b)
+    except (TypeError, ValueError) as e:
+        raise device_clash(a, b) or e from None
+    return _result(_reduce(fn(d), reduction), name, (input, target))
 
 
 def _weighted(loss: Tensor, input: Tensor, weight: Tensor, reduction: str, by_weight: bool) -> Tensor:  # noqa: A002
@@ -494,11 +499,16 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
         raise RuntimeError(
             f"expected target dtype to be Long or Byte, but got {target._legacy_dtype_name()[:-6]}")
     cls_axis = 0 if lp.ndim == 1 else 1
-    if type(t) is Traced or type(value(lp)) is Traced:  # batched by vmap
-        return _result(_nll_batched(lp, t, weight, ignore_index, reduction, cls_axis), "NllLossBackward0",
-                       (input,))
-    t = np.asarray(t)
-    mask = _nll_mask(lp.shape, lp.dtype, t, weight, ignore_index, reduction == "mean")
+    if type(t) is not np.ndarray or type(value(lp)) is not np.ndarray:  # batched by vmap, or on the device
+        try:
+            out = _nll_batched(lp, t, weight, ignore_index, reduction, cls_axis)
+        except (TypeError, ValueError) as e:
+            raise _nll_devices(lp, t, weight) or e from None
+        return _result(out, "NllLossBackward0", (input,))
+    try:
+        mask = _nll_mask(lp.shape, lp.dtype, t, weight, ignore_index, reduction == "mean")
+    except TypeError as e:  # (a weight on the device)
+        raise _nll_devices(lp, t, weight) or e from None
     kw = {"weights": mask, "axis": cls_axis if reduction == "none" else None}
     out = _rec1(_NLL, lp, "NllLossBackward0", input, kw)
     if out is not None:
@@ -506,13 +516,21 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     return _result(tp.weighted_sum(lp, **kw), "NllLossBackward0", (input,))
 
 
+def _nll_devices(lp: Any, t: Any, weight: Tensor | None) -> RuntimeError | None:
+    """PyTorch's error for ``nll_loss``'s arrays on two devices (as its kernel's
+    device check words it), else None."""
+    method = "wrapper_CUDA_nll_loss_forward" if lp.ndim <= 2 else "wrapper_CUDA_nll_loss2d_forward"
+    return device_arg_clash(method, ("self", lp), ("target", t), ("weight", None if weight is None else weight._value))
+
+
 def _nll_batched(lp: Any, t: Any, weight: Tensor | None, ignore_index: int, reduction: str,
                  cls_axis: int) -> Any:
     """``nll_loss`` of values batched by ``vmap`` (the input, the target or
-    both): the mask is built with ``tapegrad.numpy`` operations, which batch
-    (out-of-range targets are not checked: that would read the values)."""
+    both) or on the device: the mask is built with ``tapegrad.numpy`` operations,
+    which batch and stay on the device (out-of-range targets are not checked: that
+    would read the values; PyTorch's CUDA kernel asserts on the device)."""
     c = lp.shape[cls_axis]
-    classes = np.arange(c).reshape((c,) + (1,) * (lp.ndim - cls_axis - 1))
+    classes = array_module(t).arange(c).reshape((c,) + (1,) * (lp.ndim - cls_axis - 1))
     hit = tnp.logical_and(tnp.equal(tnp.expand_dims(t, cls_axis), classes),
                           tnp.expand_dims(tnp.not_equal(t, ignore_index), cls_axis))
     mask = hit.astype(lp.dtype)

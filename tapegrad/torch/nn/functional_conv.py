@@ -29,6 +29,8 @@ import tapegrad.numpy as tnp
 from tapegrad.backend import array_module
 from tapegrad.core.traced import value
 from tapegrad.torch import _conv as C
+from tapegrad.torch._graph import SCALAR_TYPE
+from tapegrad.torch._shape_errors import conv_type_clash
 from tapegrad.torch._tensor import Tensor
 from tapegrad.torch._tensor_base import _new, _result
 
@@ -77,9 +79,17 @@ def _conv_nd(nd: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride
         raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
                            f"{list(input.shape)} to have {weight.shape[1] * groups} channels, but got "
                            f"{input.shape[1]} channels instead")
-    out = C.conv(input._value, weight._value, stride=st, pad=_conv_pads(padding, k, dil, st), dilation=dil,
-                 groups=groups)
-    return _result(_add_bias(out, bias, nd), "ConvolutionBackward0", (input, weight, bias))
+    try:
+        out = _add_bias(C.conv(input._value, weight._value, stride=st, pad=_conv_pads(padding, k, dil, st),
+                               dilation=dil, groups=groups), bias, nd)
+    except (TypeError, ValueError) as e:
+        raise _conv_devices(input, weight, bias) or e from None
+    return _result(out, "ConvolutionBackward0", (input, weight, bias))
+
+
+def _conv_devices(input: Tensor, weight: Tensor, bias: Tensor | None) -> RuntimeError | None:  # noqa: A002
+    """PyTorch's error for a convolution's tensors on two devices, else None."""
+    return conv_type_clash(input._value, weight._value, None if bias is None else bias._value, SCALAR_TYPE)
 
 
 def _add_bias(out: Any, bias: Tensor | None, nd: int) -> Any:
@@ -112,9 +122,12 @@ def _conv_t_nd(nd: int, input: Tensor, weight: Tensor, bias: Tensor | None, stri
                            f"{input.shape[1]} channels instead")
     size = tuple((n - 1) * s - 2 * p + d * (kk - 1) + o + 1
                  for n, s, p, d, kk, o in zip(input.shape[2:], st, pad, dil, k, op))
-    out = C.conv_t(input._value, weight._value, stride=st, pad=tuple((p, p) for p in pad), dilation=dil,
-                   groups=groups, spatial=size)
-    return _result(_add_bias(out, bias, nd), "ConvolutionBackward0", (input, weight, bias))
+    try:
+        out = _add_bias(C.conv_t(input._value, weight._value, stride=st, pad=tuple((p, p) for p in pad),
+                                 dilation=dil, groups=groups, spatial=size), bias, nd)
+    except (TypeError, ValueError) as e:
+        raise _conv_devices(input, weight, bias) or e from None
+    return _result(out, "ConvolutionBackward0", (input, weight, bias))
 
 
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002

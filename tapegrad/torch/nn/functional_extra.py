@@ -23,6 +23,7 @@ from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import primitives as tp
 from tapegrad.torch import _norm
 from tapegrad.torch._creation import _rng
+from tapegrad.torch._shape_errors import device_arg_clash
 from tapegrad.torch._tensor import Tensor
 from tapegrad.torch._tensor_base import _new, _result
 from tapegrad.torch.grad_mode import no_grad
@@ -160,10 +161,16 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
     """The rows of ``weight`` at the integer indices ``input`` (``EmbeddingBackward0``);
     the row ``padding_idx`` gets no gradient. ``max_norm`` renormalises, in place,
     each looked-up row whose ``norm_type``-norm exceeds it."""
-    idx = np.asarray(value(input._value))
+    idx = value(input._value)
+    if type(idx) is not np.ndarray and array_module(idx) is not np:  # (device indices stay there)
+        return _embedding_on_device(input, weight, idx, padding_idx, max_norm, norm_type, scale_grad_by_freq,
+                                    sparse)
     if idx.dtype.kind not in "iu":
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)")
+    clash = device_arg_clash("wrapper_CUDA__index_select", ("self", weight._value), ("index", idx))
+    if clash is not None:
+        raise clash
     n = weight.shape[0]
     if padding_idx is not None:
         if padding_idx > 0:
@@ -186,6 +193,43 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
             wv = value(w)
             const = wv[array_module(wv).asarray(idx)]
             out = tp.where_mask(pad, const, out)
+    return _result(out, "EmbeddingBackward0", (weight,))
+
+
+def _embedding_on_device(input: Tensor, weight: Tensor, idx: Any, padding_idx: int | None,  # noqa: A002
+                         max_norm: float | None, norm_type: float, scale_grad_by_freq: bool,
+                         sparse: bool) -> Tensor:
+    """``embedding`` of device indices, read on neither side: no bounds check (PyTorch's CUDA
+    kernel asserts on the device; the check here would be a host sync), the padding row's
+    constant chosen by a mask, ``max_norm`` renormalising every looked-up row at once.
+    Indices and weight on two devices: PyTorch's error, as its ``index_select`` words it."""
+    w = weight._value
+    clash = device_arg_clash("wrapper_CUDA__index_select", ("self", w), ("index", idx))
+    if clash is not None:
+        raise clash
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)")
+    n = weight.shape[0]
+    if padding_idx is not None:
+        assert -n <= padding_idx < n, "Padding_idx must be within num_embeddings"
+        padding_idx = padding_idx % n
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("tapegrad.torch: embedding(scale_grad_by_freq=True or sparse=True) "
+                                  "is not supported")
+    if max_norm is not None:
+        with no_grad():
+            wv = weight.data._value
+            xp = array_module(wv)
+            rows = xp.unique(idx.reshape(-1))
+            nrm = xp.linalg.norm(wv[rows], ord=norm_type, axis=1)
+            scale = xp.where(nrm > max_norm, max_norm / (nrm + 1e-7), 1).astype(wv.dtype)
+            wv[rows] = wv[rows] * scale[:, None]
+        w = weight._value
+    out = tnp.take(w, idx, axis=0)
+    if padding_idx is not None:  # (the padding rows' values, as constants: no gradient)
+        pad = (idx == padding_idx)[..., None]
+        out = tp.where_mask(pad, value(w)[idx], out)
     return _result(out, "EmbeddingBackward0", (weight,))
 
 
