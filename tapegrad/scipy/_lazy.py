@@ -20,7 +20,7 @@ def scipy_module(module: str, who: str) -> ModuleType:
 
 def scipy_module_for(module: str, name: str, who: str, *arrays: Any) -> ModuleType:
     """The module whose ``name`` runs on ``arrays``: ``scipy.<module>`` for host arrays,
-    ``cupyx.scipy.<module>`` for CuPy arrays. Raises ``NotImplementedError`` naming
+    ``cupyx.scipy.<module>`` for CuPy arrays. Raises ``TypeError`` naming
     what CuPy lacks when ``cupyx.scipy.<module>`` has no ``name`` (CuPy 13's
     ``cupyx.scipy.linalg`` has ``solve_triangular`` but no ``solve_banded``,
     ``solve_sylvester`` or ``sqrtm``)."""
@@ -35,7 +35,7 @@ def scipy_module_for(module: str, name: str, who: str, *arrays: Any) -> ModuleTy
     except ImportError:
         mod = None
     if getattr(mod, name, None) is None:
-        raise NotImplementedError(f"{who} on CuPy arrays needs cupyx.scipy.{module}.{name}, which CuPy does not "
-                                  "have; move the arrays to the host (cupy.asnumpy) to run it with SciPy")
+        raise TypeError(f"{who} on CuPy arrays needs cupyx.scipy.{module}.{name}, which CuPy does not "
+                        "have; move the arrays to the host (cupy.asnumpy) to run it with SciPy")
     assert mod is not None
     return mod
