@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.compile import backends, passes, rewrites
+from tapegrad.compile import backends, horizontal, passes, rewrites
 from tapegrad.compile.backends import check_backend
 from tapegrad.compile.codegen import GuardFailed, compile_source, generate
 from tapegrad.compile.entry import Miss, make_entry
@@ -216,8 +216,10 @@ class Jitted:
         refs = [Var(rename.get(r.n, r.n)) if type(r) is Var else r for r in refs]
         out_vars = [r.n for r in refs if type(r) is Var]
         program = passes.dead_code(program, out_vars)
-        program = backends.lower(self.backend, program, trace.values, out_vars)
         donated = donated_inputs(self.donate_argnums, args, how[0], trace.inputs)
+        program = horizontal.horizontal(program, trace.values, trace.inputs, out_vars,  # (one flat pass per dtype)
+                                        vars(self).setdefault("_flat_outputs", {}), self.backend == "numpy", donated)
+        program = backends.lower(self.backend, program, trace.values, out_vars)
         plan = passes.plan_buffers(program, trace.inputs, out_vars, trace.values, donated)
         # (named as JAX names its lowerings: ``def sin`` calling NumPy's ``sin`` would call itself)
         source, namespace = generate(program, trace.inputs, refs, name=f"jit_{fun_name(self.f)}", plan=plan,
