@@ -218,7 +218,7 @@ class Jitted:
         program = passes.dead_code(program, out_vars)
         donated = donated_inputs(self.donate_argnums, args, how[0], trace.inputs)
         program = horizontal.horizontal(program, trace.values, trace.inputs, out_vars,  # (one flat pass per dtype)
-                                        vars(self).setdefault("_flat_outputs", {}), self.backend == "numpy", donated)
+                                        vars(self).setdefault("_flat_outputs", {}), donated, self.backend)
         program = backends.lower(self.backend, program, trace.values, out_vars)
         plan = passes.plan_buffers(program, trace.inputs, out_vars, trace.values, donated)
         # (named as JAX names its lowerings: ``def sin`` calling NumPy's ``sin`` would call itself)
