@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from operator import is_
 from typing import Any, NamedTuple
 
@@ -100,7 +100,7 @@ class FlatPool:
         self.shapes = tuple(tuple(s) for s in shapes)
         self.table = table
         self.local = threading.local()
-        self.baseline: tuple[int, ...] | None = None  # (see _refs)
+        self.baseline: list[int] | None = None  # (see _refs)
 
     def __call__(self) -> list[np.ndarray]:
         entries = getattr(self.local, "entries", None)
@@ -135,7 +135,7 @@ def _refs(entry: list[np.ndarray]) -> list[int]:
     return list(map(_getrefcount, entry))
 
 
-_getrefcount = getattr(sys, "getrefcount", None)
+_getrefcount: Callable[[Any], int] = sys.getrefcount if RECYCLE else id  # (id: never compared)
 
 
 class Gather:
@@ -505,8 +505,8 @@ def _apply(program: Program, values: list[Any], inputs: set[int], outputs: Seque
         args = tuple(flat_of[local[a.n]] if type(a) is Var and a.n in local else a for a in ins0.args)
         value = ins0.fn(*[values[a.n] if type(a) is Var else a for a in args])
         result = new_var(value)
-        t = into.get(j)
-        kwargs = () if t is None else (("out", targets[t] if t >= 0 else scratch[-1 - t]),)
+        to = into.get(j)
+        kwargs = () if to is None else (("out", targets[to] if to >= 0 else scratch[-1 - to]),)
         block.append(Instr(ins0.fn, ins0.name, args, kwargs, (result.n,), False))
         if read[j]:  # (a pool's views, or the donated arrays' flat array split)
             rebind(vars_, value)
@@ -516,11 +516,11 @@ def _apply(program: Program, values: list[Any], inputs: set[int], outputs: Seque
             else:
                 values[targets[j].n] = value
         flat_of[("n", j)] = result
-    for j, t in targets.items():  # (a pool's flat array holds its position's value, as traced)
-        if values[t.n] is None:
-            values[t.n] = values[flat_of[("n", j)].n]
-    for t in scratch.values():
-        values[t.n] = np.empty(total, dtype)
+    for j, flat in targets.items():  # (a pool's flat array holds its position's value, as traced)
+        if values[flat.n] is None:
+            values[flat.n] = values[flat_of[("n", j)].n]
+    for flat in scratch.values():
+        values[flat.n] = np.empty(total, dtype)
     block += splits
     out: Program = []
     if group.at < 0:
