@@ -16,6 +16,9 @@ cross-entropy, Adam, batch 64) for one epoch over the 1,437 training images:
   two batch shapes of an epoch are compiled during the warm-up);
 - ``torch``: the example's ``--style torch`` step (``nn.Sequential``,
   ``loss.backward()``, ``optim.Adam``) on the ``tapegrad.torch`` facade;
+- ``jit_donate``: the ``jit`` step with the parameters and the optimizer
+  state donated (``donate_argnums=(0, 1)``): the update is written over
+  them, as the hand-written Adam updates in place;
 - ``jit_numba``: the ``jit`` step with ``backend="numba"`` (its
   elementwise chains as compiled loops), when numba is importable;
 - ``pytorch``: the same step in PyTorch itself (eager, one thread), when
@@ -64,8 +67,8 @@ import train_digits as ex  # noqa: E402
 import tapegrad as tg  # noqa: E402
 
 TARGET = 1.1
-TARGETS = {"functional": TARGET, "torch": TARGET, "jit": 0.8, "jit_numba": 0.7}  # (jit: issue 25's targets)
-STYLES = ("functional", "jit", "torch")  # the contenders besides "numpy"
+TARGETS = {"functional": TARGET, "torch": TARGET, "jit": 0.8, "jit_donate": 0.8, "jit_numba": 0.7}  # (issue 25's)
+STYLES = ("functional", "jit", "jit_donate", "torch")  # the contenders besides "numpy"
 PEERS = ("pytorch", "jax")  # other libraries, timed when importable
 OPTIONAL = ("jit_numba",)  # tapegrad contenders that need an extra
 clock = time.process_time  # (see the module's docstring)
@@ -85,8 +88,10 @@ def available_optional() -> list[str]:
     return ["jit_numba"] if importlib.util.find_spec("numba") is not None else []
 
 
-def jit_trainer(X: np.ndarray, y: np.ndarray, rng: np.random.Generator, backend: str) -> Callable[[np.ndarray], float]:
-    """The example's ``--jit`` step (value_and_grad and tg.optimizers.adam, one program) on ``backend``."""
+def jit_trainer(X: np.ndarray, y: np.ndarray, rng: np.random.Generator, backend: str,
+                donate: bool = False) -> Callable[[np.ndarray], float]:
+    """The example's ``--jit`` step (value_and_grad and tg.optimizers.adam, one program) on ``backend``,
+    with the parameters and the optimizer state donated if ``donate``."""
     params = ex.init_params(rng)
     opt = tg.optimizers.adam(ex.LR, b1=ex.BETAS[0], b2=ex.BETAS[1], eps=ex.EPS)
     state = opt.init(params)
@@ -98,7 +103,7 @@ def jit_trainer(X: np.ndarray, y: np.ndarray, rng: np.random.Generator, backend:
         params, state = opt.update(grads, state, params)
         return params, state, loss
 
-    compiled = tg.jit(train_step, backend=backend)
+    compiled = tg.jit(train_step, backend=backend, donate_argnums=(0, 1) if donate else None)
     held = [params, state]
 
     def step(idx: np.ndarray) -> float:
@@ -232,6 +237,9 @@ def epoch_runner(style: str, X: np.ndarray, y: np.ndarray, seed: int = 0) -> Cal
     elif style == "jit_numba":
         rng = np.random.default_rng(seed)
         step = jit_trainer(X, y, rng, "numba")
+    elif style == "jit_donate":
+        rng = np.random.default_rng(seed)
+        step = jit_trainer(X, y, rng, "numpy", donate=True)
     elif style in ("pytorch", "jax"):
         rng = np.random.default_rng(seed)
         step = (pytorch_trainer if style == "pytorch" else jax_trainer)(X, y, rng)

@@ -920,6 +920,9 @@ def case_h(s: Settings, peers: list[Peer]) -> list[Row]:
         if style == "jit":  # the example's --jit: value_and_grad + tg.optimizers.adam, compiled
             rows.append(Row("h", "train_digits epoch, functional style, jit", "ms", numpy=t_np * 1e3,
                             tapegrad=t * 1e3, target=JIT_TARGETS["h"]))
+        elif style == "jit_donate":  # the same, parameters and state donated (written in place)
+            rows.append(Row("h", "the same, jit, donate_argnums=(0, 1)", "ms", numpy=t_np * 1e3,
+                            tapegrad=t * 1e3, target=JIT_TARGETS["h"]))
         elif style == "jit_numba":
             rows.append(Row("h", "the same, jit, backend='numba'", "ms", numpy=t_np * 1e3,
                             tapegrad=t * 1e3, target=0.7))

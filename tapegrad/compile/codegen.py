@@ -105,9 +105,10 @@ def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[An
     out_vars = [o.n for o in outputs if type(o) is Var]
     if donated:
         names.namespace["_check_donated"] = check_donated
+        names.namespace["_verified"] = [None, None, None]
         pos = {n: k for k, n in enumerate(inputs)}
         lines.append(f"    _check_donated(({''.join(f'v{n}, ' for n in inputs)}), "
-                     f"{tuple(pos[n] for n in donated)!r})")
+                     f"{tuple(pos[n] for n in donated)!r}, _verified)")
         stale = overwritten(program, inplace, donated, out_vars)
         if stale:
             names.namespace["_seal"] = seal
@@ -144,7 +145,7 @@ def generate(program: Sequence[Any], inputs: Sequence[int], outputs: Sequence[An
         else:
             rets.append(names.const(o))
     if stale:
-        lines.append("    _seal(_stale)")
+        lines.append("    _seal(_stale, _verified)")
     lines.append(f"    return [{', '.join(rets)}]")
     return "\n".join(lines) + "\n", names.namespace
 
@@ -164,33 +165,55 @@ def overwritten(program: Sequence[Any], inplace: dict[int, int], donated: Sequen
     return sorted(written - returned)
 
 
-def check_donated(args: Sequence[Any], donated: Sequence[int]) -> None:
+def check_donated(args: Sequence[Any], donated: Sequence[int], verified: list[Any] | None = None) -> None:
     """Raise ``ValueError`` when a donated argument (see ``tg.jit``'s
     ``donate_argnums``) cannot be written: it is read-only (donated to an
     earlier call, which overwrote it) or it shares memory with another
-    argument of the call."""
-    for i in donated:
-        x = args[i]
-        if type(x) is not np.ndarray:
-            continue
-        if not x.flags.writeable:
+    argument of the call. ``verified``: ``[donated arrays, owners, the other
+    positions]`` of the last call that passed, or ``[None] * 3`` (the same objects again are
+    writeable still, unless a call sealed them, which clears this, and share
+    no memory among themselves: only the other arguments are checked)."""
+    mine = [args[i] if type(args[i]) is np.ndarray else None for i in donated]  # (NumPy scalars hold no memory)
+    if verified is not None and verified[0] is not None and all(map(operator.is_, mine, verified[0])):
+        owners, others = verified[1], verified[2]
+        for j in others:
+            y = args[j]
+            if type(y) is np.ndarray and id(y if y.base is None else y.base) in owners:
+                _check_owner(args, owners, j, y)
+        return
+    for x in mine:
+        if type(x) is np.ndarray and not x.flags.writeable:
             raise ValueError(
                 "tapegrad.jit: a donated argument is read-only; an array donated to an earlier call was "
                 "overwritten by it and cannot be used again (pass what that call returned instead)")
-        base = x if x.base is None else x.base
-        for j, y in enumerate(args):  # (a view's base is the array that owns the memory)
-            if (j != i and type(y) is np.ndarray and (y is base or y.base is base)
-                    and np.may_share_memory(x, y)):
-                raise ValueError(
-                    "tapegrad.jit: a donated argument shares memory with another argument of the call; "
-                    "the call would overwrite it (donate an array that nothing else passed in uses)")
+    owners = {}  # the array owning a donated argument's memory -> those arguments
+    for i in donated:
+        x = args[i]
+        if type(x) is np.ndarray:
+            owners.setdefault(id(x if x.base is None else x.base), []).append(i)
+    for j, y in enumerate(args):  # (a view's base is the array that owns the memory)
+        if type(y) is np.ndarray:
+            _check_owner(args, owners, j, y)
+    if verified is not None:
+        verified[:] = [mine, owners, [j for j in range(len(args)) if j not in donated]]
 
 
-def seal(arrays: Sequence[Any]) -> None:
+def _check_owner(args: Sequence[Any], owners: dict[int, list[int]], j: int, y: np.ndarray) -> None:
+    for i in owners.get(id(y if y.base is None else y.base), ()):
+        if i != j and np.may_share_memory(args[i], y):
+            raise ValueError(
+                "tapegrad.jit: a donated argument shares memory with another argument of the call; "
+                "the call would overwrite it (donate an array that nothing else passed in uses)")
+
+
+def seal(arrays: Sequence[Any], verified: list[Any] | None = None) -> None:
     """Make donated arrays that a call overwrote read-only: using one after
-    the call (in place, or donating it again) raises an error."""
+    the call (in place, or donating it again) raises an error (``verified``,
+    ``check_donated``'s memory of the last arguments, is cleared)."""
     for a in arrays:
         a.flags.writeable = False
+    if verified is not None:
+        verified[:] = [None, None, None]
 
 
 # operators written as such (Python's operators on NumPy scalars: see rewrites.SCALAR_OPERATORS)

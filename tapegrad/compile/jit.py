@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from tapegrad.compile import backends, passes, rewrites
+from tapegrad.compile import backends, horizontal, passes, rewrites
 from tapegrad.compile.backends import check_backend
 from tapegrad.compile.codegen import GuardFailed, compile_source, generate
 from tapegrad.compile.entry import Miss, make_entry
@@ -83,6 +83,7 @@ class _Programs:
         self.static_argnames = static_argnames
         self.donate_argnums = donate_argnums
         self.backend = backend  # (see jit's ``backend``)
+        self.flat_outputs: dict[Any, Any] = {}  # (horizontal fusion: the flat results its programs returned last)
         self.cache: OrderedDict[Hashable, list[Compiled]] = OrderedDict()
         self.eager: set[Hashable] = set()  # signatures with MAX_VARIANTS variants: run as written
         self.fast: list[Compiled] = []  # (see FAST_ENTRIES)
@@ -311,8 +312,10 @@ class Jitted:
         refs = [Var(rename.get(r.n, r.n)) if type(r) is Var else r for r in refs]
         out_vars = [r.n for r in refs if type(r) is Var]
         program = passes.dead_code(program, out_vars)
-        program = backends.lower(self._programs.backend, program, trace.values, out_vars)
         donated = donated_inputs(self._programs.donate_argnums, args, how[0], trace.inputs)
+        program = horizontal.horizontal(program, trace.values, trace.inputs, out_vars,  # (one flat pass per dtype)
+                                        self._programs.flat_outputs, donated, self._programs.backend)
+        program = backends.lower(self._programs.backend, program, trace.values, out_vars)
         plan = passes.plan_buffers(program, trace.inputs, out_vars, trace.values, donated)
         # (named as JAX names its lowerings: ``def sin`` calling NumPy's ``sin`` would call itself)
         source, namespace = generate(program, trace.inputs, refs, name=f"jit_{fun_name(self.f)}", plan=plan,

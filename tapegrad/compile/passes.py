@@ -149,6 +149,9 @@ def plan_buffers(program: Sequence[Any], inputs: Iterable[int], outputs: Iterabl
     instrs = [(i, ins) for i, ins in enumerate(program) if type(ins) is Instr]
     fresh = {ins.outs[0] for _, ins in instrs if _writes_fresh(ins, values)}
     for _, ins in instrs:
+        for k, v in ins.kwargs:  # (a result written into ``out=`` is that array)
+            if k == "out" and type(v) is Var:
+                union(ins.outs[0], v.n)
         if not (isinstance(ins.fn, np.ufunc) or facts_of(ins.prim).fresh_out):
             for o in ins.outs:
                 for n in uses(ins):
@@ -198,6 +201,8 @@ def plan_buffers(program: Sequence[Any], inputs: Iterable[int], outputs: Iterabl
                     break
         if small:
             own.add(ins.outs[0])
+        elif getattr(ins.fn, "fresh_memory", False):  # (memory only this call holds: see horizontal.FlatPool)
+            own.update(ins.outs)
         elif i in inplace:
             pass
         elif writes_fresh and find(ins.outs[0]) not in unsafe:
