@@ -71,7 +71,8 @@ ROWS = OPS + EMPTY
 # rows' programs that do not give the CPU's results on CuPy. One cause left: CuPy has no
 # Bessel functions of any order but 0 and 1 (and ``yn``): no ``jv``/``jn``, ``iv``, ``ive`` in
 # cupyx.scipy.special (CuPy 13), so ``tapegrad.scipy.special.jn``/``iv``/``ive`` raise on the
-# device (AttributeError naming the missing cupyx function). A fix removes its entry.
+# device (TypeError naming the missing cupyx function, tested in test_cupy_library). A fix
+# removes its entry.
 _NO_CUPYX = {'value', 'vjp', 'jvp', 'vmap_grad', 'jit_value_and_grad', 'grad_of_grad'}
 KNOWN_FAILING: dict[str, set[str]] = {
     'special_jn': _NO_CUPYX,

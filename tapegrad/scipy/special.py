@@ -71,7 +71,7 @@ from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import wrap as w
 from tapegrad.numpy.derived import logsumexp, stack, where
 from tapegrad.scipy import _series
-from tapegrad.scipy._lazy import scipy_module
+from tapegrad.scipy._lazy import scipy_module_for
 
 __all__ = ["beta", "betainc", "betaln", "digamma", "erf", "erfc", "erfcinv", "erfinv", "expit", "gamma",
            "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i1", "iv", "ive", "j0", "j1", "jn", "logit",
@@ -79,10 +79,9 @@ __all__ = ["beta", "betainc", "betaln", "digamma", "erf", "erfc", "erfcinv", "er
 
 
 def _scipy_special(name: str, *args: Any) -> ModuleType:
-    if args and array_module(*args) is not np:  # CuPy arrays: cupyx.scipy.special has the same names
-        import cupyx.scipy.special
-        return cupyx.scipy.special
-    return scipy_module("special", f"tapegrad.scipy.special.{name}")
+    """``scipy.special``, or for CuPy arrays ``cupyx.scipy.special`` (the same
+    names; one CuPy lacks, as ``jv``, raises ``TypeError`` naming it)."""
+    return scipy_module_for("special", name, f"tapegrad.scipy.special.{name}", *args)
 
 
 def _erf(x: Any) -> Any:
