@@ -20,9 +20,9 @@ from tapegrad.scipy import special as tsp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _prims as P
 from tapegrad.torch._arith import _operands, binary_op
-from tapegrad.torch._graph import SCALAR_TYPE, node_class, note_attrs
+from tapegrad.torch._graph import SCALAR_TYPE, note_attrs
 from tapegrad.torch._promote import _cast, _default_float, _dims, _scalar_operand
-from tapegrad.torch._tensor_base import _LOGSUMEXP, Tensor, _new, _rec1, _result, _v
+from tapegrad.torch._tensor_base import _LOGSUMEXP, Tensor, _new, _rec1, _renamed, _result, _v
 from tapegrad.torch._tensor_base import OpsBase as _Base
 
 
@@ -124,15 +124,11 @@ class MathOps(_Base):
 
     def clamp_min(self, min: Any) -> Tensor:  # noqa: A002
         t = self.clamp(min=min)
-        if t._grad_fn is not None and not isinstance(min, Tensor):
-            t._grad_fn.__class__ = node_class("ClampMinBackward0")
-        return t
+        return t if isinstance(min, Tensor) else _renamed(t, "ClampMinBackward0", (self,))
 
     def clamp_max(self, max: Any) -> Tensor:  # noqa: A002
         t = self.clamp(max=max)
-        if t._grad_fn is not None and not isinstance(max, Tensor):
-            t._grad_fn.__class__ = node_class("ClampMaxBackward0")
-        return t
+        return t if isinstance(max, Tensor) else _renamed(t, "ClampMaxBackward0", (self,))
 
     def maximum(self, other: Tensor) -> Tensor:
         return binary_op(self, other, tnp.maximum, "MaximumBackward0")
