@@ -29,6 +29,7 @@ from tapegrad.torch._graph import (
     counter_of,
     tensor_hooks,
 )
+from tapegrad.torch._naming import named, own_entry
 from tapegrad.torch._prims import stepped
 from tapegrad.torch._promote import _cast
 from tapegrad.torch._tensor_base import (
@@ -37,9 +38,7 @@ from tapegrad.torch._tensor_base import (
     OVERLAP_INPLACE,
     VIEW_LEAF_INPLACE,
     Tensor,
-    _named,
     _new,
-    _own_entry,
     _v,
 )
 from tapegrad.torch._tensor_base import OpsBase as _Base
@@ -151,8 +150,8 @@ class InplaceOps(_Base):
                 # it); its output is checked where the node's declaration says
                 # PyTorch's backward reads it (``_graph.SAVES``)
                 ins = (self, *others)
-                new = _own_entry(new, ins)
-                _named(new._node, name, ins, vc, vc.value + 1, first=False)
+                new = own_entry(new, ins)
+                named(new._node, name, ins, vc, vc.value + 1, first=False)
                 self._grad_fn = None
             else:
                 self._grad_fn = None
@@ -216,8 +215,8 @@ class InplaceOps(_Base):
                 v._nr = 0
                 if type(r) is Traced and r._level is GT:  # (the shared counter's bump comes after)
                     vc = v._vc
-                    r = v._value = _own_entry(r, (self,))
-                    _named(r._node, "AsStridedBackward0", (self,), vc, vc.value + 1)
+                    r = v._value = own_entry(r, (self,))
+                    named(r._node, "AsStridedBackward0", (self,), vc, vc.value + 1)
                 v._grad_fn = None
                 v._rebased(old)
             v._refresh_views()
@@ -428,7 +427,7 @@ class InplaceOps(_Base):
         vc = counter_of(self)
         if type(rv) is Traced and rv._level is GT and rv._node.prim is not None and (
                 type(v) is not Traced or rv._node is not v._node):  # (edges to the tensor as it was)
-            _named(rv._node, name, (self,), vc, vc.value + 1)
+            named(rv._node, name, (self,), vc, vc.value + 1)
             self._grad_fn = None
             self._nr = 0
         self._value = rv

@@ -5,7 +5,7 @@ on the facade tape ``GT`` (it requires grad; a leaf is a watched value).
 This module holds the class and its autograd API, and the facade's recording
 helpers: the fast paths (``_rec1``, ``_rec2``, ``_rec``, the unary methods and tensor-float
 operators) call the facade tape's ``record`` with the node's data; ``_result``
-writes the same data (``_named``) on the entry a general op recorded.
+writes the same data (``_naming.named``) on the entry a general op recorded.
 
 ``TensorBase`` is the class's core; ``Tensor`` (``_tensor.py``, above the op
 modules, which import this one) derives from it and the op-family classes,
@@ -26,7 +26,6 @@ from typing_extensions import Self
 
 import tapegrad.numpy as tnp
 from tapegrad.core.primitive import keep_scalar_rule
-from tapegrad.core.tape import parents_of
 from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import primitives as tp
 from tapegrad.torch import _dtype as D
@@ -34,10 +33,8 @@ from tapegrad.torch._graph import (
     GT,
     SCALAR_TYPE,
     AccumulateGrad,
-    FacadeEntry,
     HookHandle,
     VersionCounter,
-    _counters,
     counter_of,
     edge_of,
     held,
@@ -49,6 +46,7 @@ from tapegrad.torch._graph import (
     view_of,
 )
 from tapegrad.torch._graph import record as _record
+from tapegrad.torch._naming import named, own_entry
 from tapegrad.torch._promote import _shape_arg
 from tapegrad.torch._storage import _viewed
 
@@ -98,67 +96,6 @@ def _edge(x: Any) -> tuple[Any, int]:
     return (None, 0)
 
 
-def _named(core: FacadeEntry, name: str, ins: Sequence[Any], out_vc: VersionCounter | None = None,
-           out_ver: builtins.int = 0, *, first: builtins.bool = True) -> None:
-    """Write the node data of facade op ``name`` on tape entry ``core`` (the
-    op's last), in the one form ``FacadeEntry`` describes (the fast paths pass
-    it to ``record``): its inputs ``ins`` (tensors, or None for scalars
-    PyTorch lists) as held, the parent of each (an index into ``core``'s
-    parents, or, for an input the entry does not use directly, as in a
-    composite op, that input's own entry) and their versions. ``first``:
-    False when the first input is not held (an in-place op changes it: PyTorch
-    saves a copy). ``out_vc``: the counter of the tensor the entry makes when
-    it has one already (an in-place op: the tensor's own), ``out_ver`` the
-    version its backward expects it at. The ``grad_fn`` view is made from
-    these when asked for (``_graph.view_of``)."""
-    ps = parents_of(core)
-    lay: list[Any] = []
-    kept: list[Any] = []
-    vers: list[builtins.int] = []
-    changed = out_ver
-    for k, x in enumerate(ins):
-        if x is None:
-            lay.append(None)
-            kept.append(None)
-            vers.append(0)
-            continue
-        v = x._value
-        if type(v) is Traced and v._level is GT:
-            e = v._node
-            lay.append(next((i for i, p in enumerate(ps) if p is e), e))
-        else:
-            lay.append(None)
-        if first or k:
-            kept.append(held(x))
-            ver = version_of(x)
-            vers.append(ver)
-            changed = changed or ver
-        else:
-            kept.append(None)
-            vers.append(0)
-    core.name = name
-    core.held_inputs = tuple(kept)
-    core.input_parents = tuple(lay)
-    core.input_versions = (tuple(vers) + ((out_ver,) if out_ver else ())) if changed else None
-    if out_vc is not None:
-        _counters[core] = out_vc
-    core.view = None
-
-
-def _own_entry(r: Traced, ins: Sequence[Any]) -> Traced:
-    """``r``, or, when its entry is not one a facade op may name (a leaf's, or
-    that of one of the op's inputs ``ins``: an op that returns its input's
-    value), an alias of it recorded as an entry of its own (no copy)."""
-    core = r._node
-    if core.prim is not None and type(core) is FacadeEntry:
-        for x in ins:
-            if x is not None and x._value is r:
-                break
-        else:
-            return r
-    return tnp.reshape(r, r.shape)  # type: ignore[no-any-return]
-
-
 def _result(r: Any, name: str, ins: Sequence[Any]) -> Tensor:
     """Wrap an op's result ``r``; if it was recorded on the facade tape, its
     entry becomes a node named ``name`` whose inputs are ``ins`` (see ``_named``)."""
@@ -168,8 +105,8 @@ def _result(r: Any, name: str, ins: Sequence[Any]) -> Tensor:
             pv = r._value
             if isinstance(pv, _generic):
                 r._value = np.asarray(pv)
-            r = _own_entry(r, ins)
-            _named(r._node, name, ins)
+            r = own_entry(r, ins)
+            named(r._node, name, ins)
             t: Tensor = _new_obj(_Tensor)
             t._value = r
             t._grad_fn = None
