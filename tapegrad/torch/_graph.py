@@ -42,11 +42,11 @@ class FacadeEntry(Entry):
     """An entry of the facade tape: a tape entry plus what its ``grad_fn`` view needs.
 
     Every facade op's entry has this one form: the fast paths pass it to
-    ``FacadeTape.record``; a general op's ``_result`` (``_tensor_base._named``)
+    ``FacadeTape.record``; a general op's ``_result`` (``_naming.named``)
     writes it on the entry its primitive recorded. The ``grad_fn`` view is
     made from it when first asked for (``view_of``) and ``check_versions``
-    reads it. No field refers to the entry's own ``grad_fn`` view (but
-    weakly) or to the tensor it made (both refer to the entry): a graph is
+    reads it; nothing else is kept of the node. No field refers to the
+    entry's own ``grad_fn`` view (but weakly) or to the tensor it made (both refer to the entry): a graph is
     freed by reference counting alone.
 
     - ``name``: the PyTorch node name (``"MulBackward0"``), or None for an
@@ -117,8 +117,8 @@ class FacadeTape(GraphTape):
                input_parents: Any = None, input_versions: tuple[int, ...] | None = None) -> Traced:
         """``GraphTape.record`` for the facade: the entry also keeps
         PyTorch's node data (``name``, ``held_inputs``, ``input_parents``,
-        ``input_versions``: see ``FacadeEntry``; a general op's facade
-        method names it later). Given
+        ``input_versions``: see ``FacadeEntry``; a general op writes them
+        when it returns, ``_naming.named``). Given
         ``vjps``, those are the entry's rules and none is made (an operator's
         rule cached per scalar). A NumPy scalar result becomes a 0-d array
         (tensors hold arrays).

@@ -41,7 +41,7 @@ def named(core: FacadeEntry, name: str, ins: Sequence[Any], out_vc: VersionCount
         v = x._value
         if type(v) is Traced and v._level is GT:
             e = v._node
-            lay.append(next((i for i, p in enumerate(ps) if p is e), e))
+            lay.append(ps.index(e) if e in ps else e)  # (entries compare by identity)
         else:
             lay.append(None)
         if first or k:
