@@ -41,51 +41,53 @@ from tapegrad.torch._storage import (  # noqa: F401  (bump, counter_of, version_
 class FacadeEntry(Entry):
     """An entry of the facade tape: a tape entry plus what its ``grad_fn`` view needs.
 
-    No field refers to the entry's own ``grad_fn`` view or to the tensor it
-    made (both refer to the entry): a graph is freed by reference counting
-    alone (see ``view_of``). Built only by ``FacadeTape.record``.
+    Every facade op's entry has this one form: the fast paths pass it to
+    ``FacadeTape.record``; a general op's ``_result`` (``_naming.named``)
+    writes it on the entry its primitive recorded. The ``grad_fn`` view is
+    made from it when first asked for (``view_of``) and ``check_versions``
+    reads it; nothing else is kept of the node. No field refers to the
+    entry's own ``grad_fn`` view (but weakly) or to the tensor it made (both refer to the entry): a graph is
+    freed by reference counting alone.
 
     - ``name``: the PyTorch node name (``"MulBackward0"``), or None for an
-      entry inside a composite op (``core_view`` names it).
+      entry no facade op named (a step inside a composite op, an entry a
+      transform made: ``core_view`` names it after its primitive).
     - ``shared``: for one output of a multi-output op, ``(view, output_nr)``:
       the ``grad_fn`` all its outputs share (it refers to no entry); unset
       otherwise.
     - ``held_inputs``: the op's inputs in PyTorch's edge order, as the entry
-      keeps them (see ``held``): None for a scalar, the version counter
-      of a non-leaf tensor (or the entry that made it, while it has none),
-      the tensor itself otherwise; a bare input (not a
-      tuple) is the first, any others being None (see ``inputs_of``:
-      most ops have one tensor input, and a tuple per op is an allocation
-      the cyclic collector would scan); ``input_parents``: for each, the
-      index of its parent entry (None: no edge; ``(name, j)``: an edge
-      through a one-input node named ``name`` that the op fused in, as
-      ``nn.Linear`` fuses ``weight.t()``); ``input_versions``: their versions
-      when the op ran (None: all 0). These are what ``check_versions``
-      reads. A non-leaf input whose tensor has no ``VersionCounter`` yet is
-      held as its own entry (see ``held`` and ``counter_of``).
-    - Set only by ops whose view is built when they run (``held_inputs`` is
-      None then): ``edges``, the view's ``next_functions`` edges; ``saved``,
-      ``(edge position, key, version counter, version)`` of its inputs and
-      output (position -1; see ``saved_key``), of which
-      ``check_versions`` checks what ``SAVES`` declares the node
-      saved. ``view``: a weak reference to the ``grad_fn`` view, once one was
-      made. Unset slots cost the hot path nothing: readers use
-      ``getattr(entry, name, None)``.
+      keeps them (see ``held``): None for a scalar (or an input that is not
+      kept: the tensor an in-place op changes), the version counter of a
+      non-leaf tensor (or the entry that made it, while it has none), the
+      tensor itself otherwise; a bare input (not a tuple) is the first, any
+      others being None (see ``inputs_of``: most ops have one tensor input,
+      and a tuple per op is an allocation the cyclic collector would scan).
+    - ``input_parents``: for each input, where its edge goes: None (no
+      edge); an int, the index of its entry among this entry's parents; the
+      input's entry itself, when it is not a parent (an op composed of
+      several entries: its inputs are parents of the first ones); ``(name,
+      item)``: an edge through a one-input node ``name`` that the op fused
+      in (``nn.Linear`` fuses ``weight.t()``; an index chains them), ``item``
+      being any of these (see ``parent_at``, ``edge_at``).
+    - ``input_versions``: the inputs' versions when the op ran (None: all
+      0), and, one item longer, the version the op's output is expected at
+      (an in-place op's: one past its input's; else 0). Its output's counter is
+      ``_counters[entry]`` (made with the tensor's, or given by the op).
+    - ``view``: a weak reference to the ``grad_fn`` view, once one was made.
     - ``attrs``: the op's arguments PyTorch's node saves besides tensors
       (``{"dim": (1,), "keepdim": False}``), set by ``note_attrs``;
       ``grad_fn._saved_dim`` reads them.
+
+    Unset slots cost the hot path nothing: readers use ``getattr(entry, name, None)``.
     """
 
-    __slots__ = ("name", "shared", "held_inputs", "input_parents", "input_versions", "edges", "saved", "view",
-                 "attrs")
+    __slots__ = ("name", "shared", "held_inputs", "input_parents", "input_versions", "view", "attrs")
     name: str | None
     shared: tuple[Any, int]
     held_inputs: Any
     input_parents: Any
     input_versions: tuple[int, ...] | None
-    edges: tuple[tuple[Any, int], ...]
-    saved: tuple[Any, ...]
-    view: weakref.ReferenceType[Any]
+    view: weakref.ReferenceType[Any] | None
     attrs: dict[str, Any]
 
 
@@ -115,8 +117,8 @@ class FacadeTape(GraphTape):
                input_parents: Any = None, input_versions: tuple[int, ...] | None = None) -> Traced:
         """``GraphTape.record`` for the facade: the entry also keeps
         PyTorch's node data (``name``, ``held_inputs``, ``input_parents``,
-        ``input_versions``: see ``FacadeEntry``; a general op's facade
-        method names it later). Given
+        ``input_versions``: see ``FacadeEntry``; a general op writes them
+        when it returns, ``_naming.named``). Given
         ``vjps``, those are the entry's rules and none is made (an operator's
         rule cached per scalar). A NumPy scalar result becomes a 0-d array
         (tensors hold arrays).
@@ -361,12 +363,9 @@ def view_of(core: Any) -> GradFn:
     if core.name is None:
         return core_view(core)
     view = object.__new__(node_class(core.name))
-    edges = getattr(core, "edges", None)
-    if edges is None:
-        parents = parents_of(core)
-        edges = tuple([(None, 0) if j is None else edge_of(parents[j], x) if type(j) is int
-                       else fused_edge(j[0], edge_of(parents[j[1]], x))
-                       for x, j in zip(inputs_of(core), core.input_parents)])
+    parents = parents_of(core)
+    edges = tuple([(None, 0) if j is None else edge_of(parents[j], x) if type(j) is int else edge_at(parents, j, x)
+                   for x, j in zip(inputs_of(core), core.input_parents)])
     view._edges = edges
     view._core = core
     core.view = weakref.ref(view)
@@ -379,6 +378,21 @@ def inputs_of(core: FacadeEntry) -> tuple[Any, ...]:
     if type(ins) is tuple:
         return ins
     return (ins,) + (None,) * (len(core.input_parents) - 1)
+
+
+def parent_at(parents: Sequence[Any], j: Any) -> Any:
+    """The entry an ``input_parents`` item ``j`` (not None) leads to, given the entry's ``parents``."""
+    while type(j) is tuple:
+        j = j[1]
+    return parents[j] if type(j) is int else j
+
+
+def edge_at(parents: Sequence[Any], j: Any, x: Any = None) -> tuple[Any, int]:
+    """The ``next_functions`` edge of ``input_parents`` item ``j`` (not None),
+    given the entry's ``parents``; ``x``: the input as held (see ``edge_of``)."""
+    if type(j) is tuple:
+        return fused_edge(j[0], edge_at(parents, j[1], x))
+    return edge_of(parents[j] if type(j) is int else j, x)
 
 
 def fused_edge(name: str, edge: tuple[Any, int]) -> tuple[Any, int]:
@@ -551,20 +565,6 @@ def check_versions(order: list[Any]) -> None:
         decl = SAVES.get(name) if name else None
         if decl is None:
             continue
-        saved = getattr(core, "saved", None)
-        if saved is not None or core.held_inputs is None:  # an eagerly made view lists inputs and output
-            saved = saved or ()
-            edges = getattr(core, "edges", ())
-            pos, out = _saves(decl, lambda j: j < len(edges) and edges[j][0] is not None)
-            for i in range(0, len(saved), 4):
-                k, key, vc, ver = saved[i], saved[i + 1], saved[i + 2], saved[i + 3]
-                if not (out if k < 0 else k in pos) or vc.value == ver:
-                    continue
-                if key is OUTPUT:
-                    key = core
-                raise _version_error(core, version_message(_meta(key), vc.value, ver, key,
-                                                           None if key is core else vc))
-            continue
         parents = core.input_parents
         pos, out = _saves(decl, lambda j: j < len(parents) and parents[j] is not None)
         vers = core.input_versions
@@ -575,19 +575,17 @@ def check_versions(order: list[Any]) -> None:
             vc = _counter_held(x)
             if vc is not None and vc.value != ver:
                 j = parents[k]
-                origin = None if j is None else parents_of(core)[j if type(j) is int else j[1]]
+                origin = None if j is None else parent_at(parents_of(core), j)
                 meta = _meta(x._value if hasattr(x, "_value") else origin)  # (a tensor held, or a parent)
-                view = j is not None and type(j) is not int  # saved as the fused view (``weight.t()``)
-                if view:
+                view = type(j) is tuple  # saved as the fused view (``weight.t()``)
+                if view and j[0] == "TBackward0":
                     meta.shape = meta.shape[::-1]
                 raise _version_error(core, version_message(meta, vc.value, ver, origin, vc, view=view))
-        if out:  # the result itself was modified in place (its counter was made after the op)
+        if out:  # the result itself was modified in place
             vc = _counters.get(core)
-            if vc is not None and vc.value:
-                raise _version_error(core, version_message(_meta(core), vc.value, 0, core))
-
-
-OUTPUT = object()  # in an entry's ``saved`` list: the entry's own output
+            ver = vers[len(parents)] if vers and len(vers) > len(parents) else 0
+            if vc is not None and vc.value != ver:
+                raise _version_error(core, version_message(_meta(core), vc.value, ver, core))
 
 # what anomaly mode does when the backward of an entry meets a saved value changed
 # in place (it warns with the entry's forward traceback); None while it is off
@@ -604,12 +602,6 @@ def _version_error(core: Any, message: str) -> RuntimeError:
         return RuntimeError(message)
     hook(core)
     return RuntimeError(message[:message.index("Hint: ")] + _ANOMALY_HINT)
-
-
-def saved_key(v: Any) -> Any:
-    """How an entry's ``saved`` list names value ``v`` without keeping it alive:
-    its tape node when it is recorded on the facade tape, else ``v``."""
-    return v._node if type(v) is Traced and v._level is GT else v
 
 
 # PyTorch's C++ names of the scalar types, as its error messages spell them

@@ -17,7 +17,7 @@ from tapegrad.core.traced import Traced, value
 from tapegrad.numpy import primitives as tp
 from tapegrad.torch._graph import (
     SCALAR_TYPE,
-    fused_edge,
+    FacadeEntry,
 )
 from tapegrad.torch._inplace import _DONE
 from tapegrad.torch._promote import _INT_INDEX, _broadcast_shape, _cast, _check_bounds, _dim
@@ -291,11 +291,12 @@ class IndexingOps(_Base):
         # (``w[:]``, ``w[0:100]``); in a tuple a no-op slice is skipped (``w[:, :]``: an alias)
         steps = ["SliceBackward0"] if isinstance(key, slice) else _index_steps(k, self._value.shape)
         t = _result(r, steps[-1] if steps else "AliasBackward0", (self,))
-        if len(steps) > 1 and t._grad_fn is not None:  # PyTorch's chain: one view node per step
-            edge = t._grad_fn._edges[0]
+        core = t._value._node if type(t._value) is Traced else None
+        if len(steps) > 1 and type(core) is FacadeEntry and core.input_parents[0] is not None:
+            item = core.input_parents[0]  # PyTorch's chain: one view node per step (see FacadeEntry)
             for name in steps[:-1]:
-                edge = fused_edge(name, edge)
-            t._grad_fn._edges = r._node.edges = (edge,)
+                item = (name, item)
+            core.input_parents = (item,)
         return _viewed(t, self, "index", k)
 
     def __setitem__(self, key: Any, v: Any) -> None:

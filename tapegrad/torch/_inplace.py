@@ -25,11 +25,11 @@ from tapegrad.torch._arith import _check_bool_sub
 from tapegrad.torch._batched import check_inplace
 from tapegrad.torch._graph import (
     GT,
-    FacadeEntry,
     bump,
     counter_of,
     tensor_hooks,
 )
+from tapegrad.torch._naming import named, own_entry
 from tapegrad.torch._prims import stepped
 from tapegrad.torch._promote import _cast
 from tapegrad.torch._shape_errors import device_clash
@@ -40,7 +40,6 @@ from tapegrad.torch._tensor_base import (
     VIEW_LEAF_INPLACE,
     Tensor,
     _new,
-    _node,
     _v,
 )
 from tapegrad.torch._tensor_base import OpsBase as _Base
@@ -123,8 +122,11 @@ class InplaceOps(_Base):
                  saves_output: builtins.bool = False) -> Self:
         """Run an in-place op: recorded as a functional update when it must be
         (the tensor now names the result), else written into the buffer.
-        ``saves_output``: PyTorch's backward of the op reads its result (``exp_``,
-        ``tanh_``...), so a later in-place change of the tensor is an error."""
+        The node's entry keeps the tensor's counter at its new version: where
+        the node's ``SAVES`` declaration says PyTorch's backward reads the
+        result (``exp_``, ``tanh_``...), a later in-place change of the tensor
+        is an error. (``saves_output`` is that declaration's ``out``; it is
+        read from there, the argument is kept for the callers that pass it.)"""
         v = self._value
         if type(v) is Traced and v._level is GT and GT.active and self._grad_fn is None and v._node.prim is None:
             raise RuntimeError(LEAF_INPLACE)
@@ -148,10 +150,10 @@ class InplaceOps(_Base):
                 # its own input is not the tensor any more (PyTorch saves a copy of
                 # it); its output is checked where the node's declaration says
                 # PyTorch's backward reads it (``_graph.SAVES``)
-                self._grad_fn = _node(name, (self,) + others, new._node, new, vc, vc.value + 1,
-                                      first=False, claim=True)
-                if saves_output and type(new._node) is FacadeEntry:  # checked from the entry's list, the output included
-                    new._node.held_inputs = None
+                ins = (self, *others)
+                new = own_entry(new, ins)
+                named(new._node, name, ins, vc, vc.value + 1, first=False)
+                self._grad_fn = None
             else:
                 self._grad_fn = None
             old = v._node if type(v) is Traced else None
@@ -214,11 +216,9 @@ class InplaceOps(_Base):
                 v._nr = 0
                 if type(r) is Traced and r._level is GT:  # (the shared counter's bump comes after)
                     vc = v._vc
-                    v._grad_fn = _node("AsStridedBackward0", (self,), r._node, r, vc, vc.value + 1, claim=True)
-                    if type(r._node) is FacadeEntry:
-                        r._node.held_inputs = None
-                else:
-                    v._grad_fn = None
+                    r = v._value = own_entry(r, (self,))
+                    named(r._node, "AsStridedBackward0", (self,), vc, vc.value + 1)
+                v._grad_fn = None
                 v._rebased(old)
             v._refresh_views()
 
@@ -432,14 +432,13 @@ class InplaceOps(_Base):
         if self._views_a_grad_leaf():  # (x.t().unsqueeze_(0), as PyTorch refuses)
             raise RuntimeError(VIEW_LEAF_INPLACE)
         rv = r._value
-        fn = None
         vc = counter_of(self)
-        if type(rv) is Traced and rv._level is GT and r._grad_fn is not None:  # (edges to the tensor as it was)
-            fn = _node(name, (self,), rv._node, rv, vc, vc.value + 1, claim=True)
-        self._value = rv
-        if fn is not None:
-            self._grad_fn = fn
+        if type(rv) is Traced and rv._level is GT and rv._node.prim is not None and (
+                type(v) is not Traced or rv._node is not v._node):  # (edges to the tensor as it was)
+            named(rv._node, name, (self,), vc, vc.value + 1)
+            self._grad_fn = None
             self._nr = 0
+        self._value = rv
         self._rebased(v._node if type(v) is Traced else None)
         bump(self)
         return self

@@ -20,7 +20,7 @@ from tapegrad.scipy import special as tsp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch import _prims as P
 from tapegrad.torch._arith import _operands, binary_op
-from tapegrad.torch._graph import SCALAR_TYPE, node_class, note_attrs
+from tapegrad.torch._graph import SCALAR_TYPE, note_attrs
 from tapegrad.torch._promote import _cast, _default_float, _dims, _scalar_operand
 from tapegrad.torch._tensor_base import _LOGSUMEXP, Tensor, _new, _rec1, _result, _v
 from tapegrad.torch._tensor_base import OpsBase as _Base
@@ -94,6 +94,11 @@ class MathOps(_Base):
         return _result(self._value - np.trunc(value(self._value)), "FracBackward0", (self,))
 
     def clamp(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        return self._clamp(min, max, "ClampBackward1")
+
+    def _clamp(self, min: Any, max: Any, node: str) -> Tensor:  # noqa: A002
+        """``clamp``; ``node``: the node's name when the bounds are numbers
+        (``clamp_min``'s is ``ClampMinBackward0``)."""
         a = self._value
         if isinstance(min, Tensor) or isinstance(max, Tensor):
             lo = _v(min) if min is not None else None
@@ -118,21 +123,15 @@ class MathOps(_Base):
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
         if isinstance(min, builtins.float) or isinstance(max, builtins.float):
             a = _scalar_operand(a, 1.0)
-        return _result(tnp.clip(a, min, max), "ClampBackward1", (self,))
+        return _result(tnp.clip(a, min, max), node, (self,))
 
     clip = clamp
 
     def clamp_min(self, min: Any) -> Tensor:  # noqa: A002
-        t = self.clamp(min=min)
-        if t._grad_fn is not None and not isinstance(min, Tensor):
-            t._grad_fn.__class__ = node_class("ClampMinBackward0")
-        return t
+        return self._clamp(min, None, "ClampMinBackward0")
 
     def clamp_max(self, max: Any) -> Tensor:  # noqa: A002
-        t = self.clamp(max=max)
-        if t._grad_fn is not None and not isinstance(max, Tensor):
-            t._grad_fn.__class__ = node_class("ClampMaxBackward0")
-        return t
+        return self._clamp(None, max, "ClampMaxBackward0")
 
     def maximum(self, other: Tensor) -> Tensor:
         return binary_op(self, other, tnp.maximum, "MaximumBackward0")

@@ -4,7 +4,8 @@ A tensor holds ``_value``: a plain array (it needs no grad) or a traced value
 on the facade tape ``GT`` (it requires grad; a leaf is a watched value).
 This module holds the class and its autograd API, and the facade's recording
 helpers: the fast paths (``_rec1``, ``_rec2``, ``_rec``, the unary methods and tensor-float
-operators) call the facade tape's ``record``; ``_result`` names what a general op recorded.
+operators) call the facade tape's ``record`` with the node's data; ``_result``
+writes the same data (``_naming.named``) on the entry a general op recorded.
 
 ``TensorBase`` is the class's core; ``Tensor`` (``_tensor.py``, above the op
 modules, which import this one) derives from it and the op-family classes,
@@ -30,10 +31,8 @@ from tapegrad.numpy import primitives as tp
 from tapegrad.torch import _dtype as D
 from tapegrad.torch._graph import (
     GT,
-    OUTPUT,
     SCALAR_TYPE,
     AccumulateGrad,
-    FacadeEntry,
     HookHandle,
     VersionCounter,
     counter_of,
@@ -42,12 +41,12 @@ from tapegrad.torch._graph import (
     leaf_tensor,
     node_class,
     register_leaf,
-    saved_key,
     tensor_hooks,
     version_of,
     view_of,
 )
 from tapegrad.torch._graph import record as _record
+from tapegrad.torch._naming import named, own_entry
 from tapegrad.torch._promote import _shape_arg
 from tapegrad.torch._storage import _viewed
 
@@ -97,58 +96,21 @@ def _edge(x: Any) -> tuple[Any, int]:
     return (None, 0)
 
 
-_classes: dict[str, type] = {}
-
-
-def _node(name: str, ins: Sequence[Any], core: Any, out: Any, out_vc: VersionCounter | None,
-          out_ver: int = 0, *, first: builtins.bool = True, claim: builtins.bool = False) -> Any:
-    """The ``grad_fn`` view of a recorded facade op, built now: edges to ``ins``
-    (tensors, or None for scalars PyTorch lists). Tape entry ``core`` (the
-    op's last) takes the name, the edges and what the op may have saved, with
-    versions: ``(edge position, saved_key, version counter, version)`` for
-    each input (``first``: the first one too) and the output (position -1);
-    ``_graph.check_versions`` checks those its node name declares saved
-    (``_graph.SAVES``), only if an in-place op happens later.
-    The entry keeps the view weakly (the view holds the entry), and it takes
-    them only if no op named it yet, unless ``claim``."""
-    cls = _classes.get(name)
-    if cls is None:
-        cls = _classes[name] = node_class(name)
-    node: Any = object.__new__(cls)
-    edges: list[Any] = []
-    saved: list[Any] = []
-    for k, x in enumerate(ins):
-        if x is None:
-            edges.append((None, 0))
-            continue
-        fn = x._grad_fn
-        edges.append((fn, x._nr) if fn is not None else _edge(x))
-        if first or k:
-            vc = counter_of(x)
-            saved += (k, saved_key(x._value), vc, vc.value)
-    if out is not None and out_vc is not None:  # (OUTPUT, not the entry: it would refer to itself)
-        saved += (-1, OUTPUT if out._node is core else out._node, out_vc, out_ver)
-    node._edges = tuple(edges)
-    node._core = core
-    if type(core) is FacadeEntry and (claim or core.name is None):
-        core.name = name
-        core.edges = node._edges
-        core.saved = tuple(saved)
-        core.view = weakref.ref(node)
-    return node
-
-
 def _result(r: Any, name: str, ins: Sequence[Any]) -> Tensor:
-    """Wrap an op's result ``r``; if it was recorded on the facade tape, give
-    it a ``grad_fn`` named ``name`` whose inputs are ``ins``."""
+    """Wrap an op's result ``r``; if it was recorded on the facade tape, its
+    entry becomes a node named ``name`` whose inputs are ``ins`` (see ``_named``)."""
     tr = type(r)
     if tr is Traced:
         if r._level is GT:
             pv = r._value
             if isinstance(pv, _generic):
                 r._value = np.asarray(pv)
-            t = _new(r)
-            t._grad_fn = _node(name, ins, r._node, r, t._vc)
+            r = own_entry(r, ins)
+            named(r._node, name, ins)
+            t: Tensor = _new_obj(_Tensor)
+            t._value = r
+            t._grad_fn = None
+            t._vc = None  # (made when needed: see _graph.counter_of)
             return t
         return _new(r)
     if tr is not ndarray and isinstance(r, (_generic, builtins.bool, builtins.int, builtins.float, complex)):
@@ -368,16 +330,28 @@ def _unary_method(fn: Any, name: str) -> Callable[[Tensor], Tensor]:
 
 
 def _multi(rs: Sequence[Any], name: str, ins: Sequence[Any]) -> tuple[Tensor, ...]:
-    """Several outputs of one facade op sharing one ``grad_fn`` (unbind, split)."""
-    outs = [_result(r, "", ins) for r in rs]  # (each entry lists the inputs: what the node saved)
-    if any(o._grad_fn is not None for o in outs):
-        node = _node(name, ins, None, None, VersionCounter())
-        for i, o in enumerate(outs):
-            if o._grad_fn is not None:
-                o._grad_fn = node
-                o._nr = i
-                o._value._node.shared = (node, i)
+    """Several outputs of one facade op sharing one ``grad_fn`` (unbind, split):
+    each output's entry lists the inputs (what the node saved) and shows the
+    shared view (``FacadeEntry.shared``)."""
+    outs = [_result(r, "", ins) for r in rs]
+    node: Any = None
+    for i, o in enumerate(outs):
+        v = o._value
+        if type(v) is Traced and v._level is GT:
+            if node is None:
+                cls = _classes.get(name)
+                if cls is None:
+                    cls = _classes[name] = node_class(name)
+                node = object.__new__(cls)
+                node._edges = tuple([(None, 0) if x is None else _edge(x) for x in ins])
+                node._core = None
+            o._grad_fn = node
+            o._nr = i
+            v._node.shared = (node, i)
     return tuple(outs)
+
+
+_classes: dict[str, type] = {}
 
 
 def _renamed(t: Tensor, name: str, ins: Sequence[Any]) -> Tensor:
@@ -386,10 +360,7 @@ def _renamed(t: Tensor, name: str, ins: Sequence[Any]) -> Tensor:
     r = t._value
     if type(r) is not Traced or r._level is not GT:
         return t
-    out = _new(r)
-    out._grad_fn = _node(name, tuple(x if isinstance(x, Tensor) else None for x in ins), r._node, r, out._vc,
-                         claim=True)
-    return out
+    return _result(r, name, tuple(x if isinstance(x, Tensor) else None for x in ins))
 
 
 def _v(x: Any) -> Any:

@@ -19,7 +19,7 @@ from tapegrad.torch import _dtype as D
 from tapegrad.torch._backward import run_backward
 from tapegrad.torch._graph import GT, bump, leaf_tensor, tensor_hooks
 from tapegrad.torch._tensor import Tensor
-from tapegrad.torch._tensor_base import _new, _node, _own, _v
+from tapegrad.torch._tensor_base import _new, _own, _result, _v
 
 __all__ = ["backward", "grad"]
 
@@ -86,9 +86,7 @@ def _accumulate(t: Tensor, g: Any, create_graph: bool, seen: set[int]) -> None:
     old = t._grad
     if old is None:
         if type(g) is Traced and g._level is GT:  # create_graph: PyTorch copies it in
-            new = _new(g)
-            new._grad_fn = _node("CopyBackwards", (None, _new(g)), g._node, g, new._vc)
-            t._grad = new
+            t._grad = _result(g, "CopyBackwards", (None, _new(g)))  # (an entry of its own: see _own_entry)
         else:
             t._grad = _new(g)
     elif not create_graph and type(old._value) is Traced and type(g) is not Traced:
@@ -168,7 +166,7 @@ def _backward(tensors: Any, grad_tensors: Any, retain_graph: bool | None,
             if i < 0:
                 continue
             t = leaf_tensor(i)
-            if t is None or t._grad_fn is not None:
+            if t is None or not t.is_leaf:
                 continue
             _accumulate(t, _leaf_hooks(t, g) if hooked else g, create_graph, seen)
     finally:

@@ -111,16 +111,24 @@ def _saved(grad_fn: Any, k: int) -> Any:
         if v is None:
             raise AttributeError(f"'{type(grad_fn).__name__}' object has no attribute '_saved_result'")
         return _new(v)  # (a fresh tensor each time, as PyTorch unpacks a saved output)
-    if type(core) is FacadeEntry and core.held_inputs is None and getattr(core, "edges", None) is not None:
-        return _saved_listed(grad_fn, core, k)
     lay = getattr(core, "input_parents", None)
-    j = lay[k] if lay is not None and k < len(lay) else k
+    j: Any = lay[k] if lay is not None and k < len(lay) else k
     ins = inputs_of(core) if type(core) is FacadeEntry and core.held_inputs is not None else ()
     if k < len(ins) and isinstance(ins[k], Tensor):
         _rules(core)  # (freed: the error)
-        return ins[k].t() if type(j) is tuple else ins[k]
+        return ins[k].t() if _transposed(j) else ins[k]
     parents = parents_of(core)
-    if type(j) is tuple and j[1] < len(parents):  # a transposed view the op fused in (``weight.t()``)
+    if isinstance(j, Entry):  # an input of a composite op (a parent of one of its steps)
+        if j.prim is None:
+            leaf = _graph.leaf_tensor(j.index)
+            if leaf is not None:
+                _rules(core)
+                return leaf
+        v = _find_inside(core, j)
+        if v is not None:
+            _rules(core)
+            return _unpacked(v)
+    if _transposed(j) and j[1] < len(parents):  # a transposed view the op fused in
         p = parents[j[1]]
         base = _graph.leaf_tensor(p.index) if p.prim is None else None
         if base is None:
@@ -180,24 +188,26 @@ _DEFAULTS = {"alpha": 1, "beta": 1, "reduction": 1}  # (PyTorch's enum: 1 is "me
 _MISSING = object()
 
 
+def _transposed(j: Any) -> bool:
+    """Whether ``input_parents`` item ``j`` is a transposed view of a parent
+    that the op fused in (``weight.t()`` in ``F.linear``)."""
+    return type(j) is tuple and j[0] == "TBackward0" and type(j[1]) is int
+
+
 def _input_shape(core: Any, k: int) -> tuple[tuple[int, ...], bool] | None:
     """The shape of node ``core``'s input at edge position ``k``, and whether
     it is a transposed view the op fused in (``weight.t()`` in ``F.linear``)."""
-    if type(core) is FacadeEntry and core.held_inputs is None and getattr(core, "edges", None) is not None:
-        saved = getattr(core, "saved", ())
-        for i in range(0, len(saved), 4):
-            if saved[i] == k and hasattr(saved[i + 1], "shape"):
-                return tuple(saved[i + 1].shape), False
-        return None
     lay = getattr(core, "input_parents", None)
-    j = lay[k] if lay is not None and k < len(lay) else k
+    j: Any = lay[k] if lay is not None and k < len(lay) else k
     ins = inputs_of(core) if type(core) is FacadeEntry and core.held_inputs is not None else ()
     if k < len(ins) and isinstance(ins[k], Tensor):
-        return tuple(ins[k].shape)[::-1] if type(j) is tuple else tuple(ins[k].shape), type(j) is tuple
+        return tuple(ins[k].shape)[::-1] if _transposed(j) else tuple(ins[k].shape), _transposed(j)
     parents = parents_of(core)
+    if isinstance(j, Entry):
+        return tuple(j.shape), False
     if type(j) is int and j < len(parents):
         return tuple(parents[j].shape), False
-    if type(j) is tuple and j[1] < len(parents):
+    if _transposed(j) and j[1] < len(parents):
         return tuple(parents[j[1]].shape)[::-1], True
     return None
 
@@ -223,9 +233,6 @@ def _scalar_operand(core: Any) -> Any:
 
 def _has_edge(core: Any, k: int) -> bool:
     """Whether node ``core``'s input at edge position ``k`` requires grad (has an edge)."""
-    edges = getattr(core, "edges", None) if type(core) is FacadeEntry and core.held_inputs is None else None
-    if edges is not None:
-        return k < len(edges) and edges[k][0] is not None
     lay = getattr(core, "input_parents", None)
     if lay is None:
         return k < len(parents_of(core))
@@ -309,35 +316,6 @@ def _find_inside(core: Any, node: Any, depth: int = 4) -> Any:
             if v is not None:
                 return v
     return None
-
-
-def _saved_listed(grad_fn: Any, core: Any, k: int) -> Any:
-    """``_saved`` for an entry whose view was built when its op ran: its
-    ``saved`` list names the value at each edge position."""
-    _rules(core)
-    saved = getattr(core, "saved", ())
-    for i in range(0, len(saved), 4):
-        if saved[i] != k:
-            continue
-        key = saved[i + 1]
-        if isinstance(key, Entry):
-            if key.prim is None:
-                leaf = _graph.leaf_tensor(key.index)
-                if leaf is not None:
-                    return leaf
-            v = _find_inside(core, key)
-            if v is not None:
-                return _unpacked(v)
-        elif key is not _graph.OUTPUT and hasattr(key, "shape"):
-            return _new(key)  # a constant input (a tensor that does not require grad)
-    edges = core.edges
-    if k < len(edges):
-        t = edges[k][0]
-        if isinstance(t, Tensor):
-            return t
-        if getattr(t, "variable", None) is not None:
-            return t.variable
-    raise AttributeError(f"'{type(grad_fn).__name__}' object has no saved value at position {k}")
 
 
 def saved_attribute(grad_fn: Any, name: str) -> Any:
