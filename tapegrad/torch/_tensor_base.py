@@ -356,11 +356,14 @@ _classes: dict[str, type] = {}
 
 def _renamed(t: Tensor, name: str, ins: Sequence[Any]) -> Tensor:
     """``t``, the result of a composite of facade ops, as one PyTorch node
-    ``name`` with edges to ``ins`` (tensors; anything else lists as None)."""
+    ``name`` with edges to ``ins`` (tensors; anything else lists as None).
+    The node is an entry of its own, an alias of ``t``'s value (no copy):
+    the entry of the composite's last op keeps the name that op gave it, so
+    every entry's node data is written once."""
     r = t._value
     if type(r) is not Traced or r._level is not GT:
         return t
-    return _result(r, name, tuple(x if isinstance(x, Tensor) else None for x in ins))
+    return _result(tnp.reshape(r, r.shape), name, tuple(x if isinstance(x, Tensor) else None for x in ins))
 
 
 def _v(x: Any) -> Any:
