@@ -178,9 +178,8 @@ def _abort_on_uncaught_exceptions() -> None:
                         stream.flush()
                     except Exception:  # a closed or replaced stream: abort all the same
                         pass
-                # the launcher forwards a rank's output from a pipe; MPI_Abort kills the
-                # job at once, and what the launcher has not read yet is lost (measured:
-                # 1 run in 8 kept only the traceback's first line). A moment to read it:
+                # (MPI_Abort kills the job at once: what the launcher has not read of this
+                # rank's output is lost, 1 run in 8 here without this moment to read it)
                 time.sleep(_ABORT_GRACE_S)
                 MPI.COMM_WORLD.Abort(1)
 
