@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tapegrad.core.graph_tape import connect_residuals, disconnect_residuals, reachable
-from tapegrad.core.tape import FreedGraphError, backprop, tracing
+from tapegrad.core.tape import FreedGraphError, backprop
 from tapegrad.torch._graph import GT, _last_bump, check_versions, tensor_hooks
 
 SECOND_BACKWARD = (
@@ -63,9 +63,8 @@ def run_backward(roots: list[Any], seeds: list[Any], retain_graph: bool, create_
     twins = connect_residuals(order) if create_graph else None
     prev = GT.active
     GT.active = create_graph
-    try:
-        with tracing:
-            out = _walk[0](order, ct, retain_graph, hooks)
+    try:  # (the walk enters tapegrad._gc.tracing itself)
+        out = _walk[0](order, ct, retain_graph, hooks)
     except FreedGraphError:  # (the core's words: PyTorch's here)
         raise RuntimeError(SECOND_BACKWARD) from None
     finally:

@@ -200,6 +200,12 @@ def anomaly_backprop(entries: Iterable[Any], ct: dict[int, Any], retain: bool,
     """``tapegrad.core.tape.backprop``, one entry at a time, with anomaly
     mode's checks: NaN results (with ``check_nan``) and the forward
     traceback of the node whose backward fails."""
+    with _tape.tracing:  # (one span for the walk, not one per entry: see tapegrad._gc)
+        return _checked_walk(entries, ct, retain, hooks)
+
+
+def _checked_walk(entries: Iterable[Any], ct: dict[int, Any], retain: bool,
+                  hooks: dict[int, list[Callable[[Any], Any]]] | None) -> dict[int, Any]:
     check_nan = _state["check_nan"]
     running = _running.nodes
     for e in entries:
