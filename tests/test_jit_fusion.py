@@ -30,16 +30,52 @@ def _collect(program, values, outputs, **kw):
 
 
 def test_a_chain_is_one_group_with_its_inputs_and_the_values_read_after_it():
-    x, y = np.ones(4), np.full(4, 2.0)
+    n = fusion.SMALL + 1  # (exp of more elements than SMALL: NumPy's SIMD loop, not fused)
+    x, y = np.ones(n), np.full(n, 2.0)
     values = [x, y, x * y, x * y + 1.0, np.sqrt(x * y + 1.0), np.exp(x)]
     program = [_ins(np.multiply, [Var(0), Var(1)], 2), _ins(np.add, [Var(2), 1.0], 3),
                _ins(np.sqrt, [Var(3)], 4), _ins(np.exp, [Var(2)], 5)]
     out, groups = _collect(program, values, [4, 5])
     assert len(groups) == 1
     g = groups[0]
-    assert g.inputs == (Var(0), Var(1)) and g.outputs == (2, 4) and g.shape == (4,) and g.dtype == "float64"
+    assert g.inputs == (Var(0), Var(1)) and g.outputs == (2, 4) and g.shape == (n,) and g.dtype == "float64"
     assert [s[1] for s in g.steps] == [np.multiply, np.add, np.sqrt]
-    assert [ins.name for ins in out] == ["group", "exp"]  # (exp: NumPy's SIMD loop, not fused)
+    assert [ins.name for ins in out] == ["group", "exp"]
+
+
+def test_transcendentals_fuse_on_small_arrays():
+    x = np.linspace(0.1, 1.0, fusion.SMALL)
+    values = [x, np.exp(x), np.exp(x) * 2.0, np.tanh(np.exp(x) * 2.0)]
+    program = [_ins(np.exp, [Var(0)], 1), _ins(np.multiply, [Var(1), 2.0], 2), _ins(np.tanh, [Var(2)], 3)]
+    out, groups = _collect(program, values, [3])
+    assert [ins.name for ins in out] == ["group"]
+    assert [s[1] for s in groups[0].steps] == [np.exp, np.multiply, np.tanh] and groups[0].outputs == (3,)
+
+
+def test_an_instruction_no_later_step_reads_moves_after_the_run():
+    # a loss's sum between its forward and backward chains: one group, the sum after it
+    x = np.ones(4)
+    values = [x, x * 2.0, np.sum(x * 2.0), x * 3.0, x * 3.0 + 1.0, np.sum(x), x * 2.0 * 5.0]
+    program = [_ins(np.multiply, [Var(0), 2.0], 1), _ins(np.sum, [Var(1)], 2),
+               _ins(np.multiply, [Var(0), 3.0], 3), _ins(np.add, [Var(3), 1.0], 4),
+               _ins(np.sum, [Var(4)], 5), _ins(np.multiply, [Var(1), 5.0], 6)]
+    out, groups = _collect(program, values, [2, 5, 6])
+    assert [ins.name for ins in out] == ["group", "sum", "sum"]
+    assert [s[0] for s in groups[0].steps] == [1, 3, 4, 6]
+    assert groups[0].outputs == (1, 4, 6)  # (1 and 4: read by the sunk sums)
+
+
+def test_a_step_reading_a_moved_instruction_starts_a_new_run():
+    x = np.ones(4)
+    s = np.sum(x * 2.0)
+    values = [x, x * 2.0, s, x * 3.0, x * 3.0 + 1.0, (x * 3.0 + 1.0) * s, x * 0.5]
+    program = [_ins(np.multiply, [Var(0), 2.0], 1), _ins(np.sum, [Var(1)], 2),
+               _ins(np.multiply, [Var(0), 3.0], 3), _ins(np.add, [Var(3), 1.0], 4),
+               _ins(np.multiply, [Var(4), Var(2)], 5), _ins(np.multiply, [Var(5), 0.5], 6)]
+    out, groups = _collect(program, values, [6])
+    assert [ins.name for ins in out] == ["group", "sum", "group"]
+    assert [s[0] for s in groups[0].steps] == [1, 3, 4] and groups[0].outputs == (1, 4)
+    assert groups[1].inputs == (Var(4), Var(2)) and [s[0] for s in groups[1].steps] == [5, 6]
 
 
 def test_broadcasting_casts_and_other_shapes_break_a_run():
@@ -94,3 +130,22 @@ def test_numba_keeps_numpys_division_by_zero(tmp_path, monkeypatch):
         want = f(x, y)
         for _ in range(2):
             np.testing.assert_array_equal(jf(x, y), want)
+
+
+def test_numba_fuses_a_small_chain_forward_and_backward_into_one_loop(tmp_path, monkeypatch):
+    pytest.importorskip("numba")
+    monkeypatch.setenv("TAPEGRAD_CACHE_DIR", str(tmp_path))
+
+    def chain(x):
+        for _ in range(3):
+            x = tnp.tanh(tnp.sin(x) * 1.5 + 0.1)
+        return tnp.sum(x)
+
+    vg = tg.value_and_grad(chain)
+    jf = tg.jit(vg, backend="numba")
+    for x in (np.linspace(0.1, 1.0, 4), np.linspace(-1.0, 1.0, 9).astype(np.float32)):
+        text = jf.lower(x).as_text()
+        assert text.count("fused_") == 1 and "sin(" not in text and "tanh(" not in text
+        rtol = 1e-12 if x.dtype == np.float64 else 1e-6
+        for _ in range(2):
+            _close(jf(x), vg(x), rtol=rtol, atol=rtol)

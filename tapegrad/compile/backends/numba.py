@@ -24,7 +24,7 @@ import numba  # noqa: F401  (the point of this module: fails here when numba is 
 import numpy as np
 
 from tapegrad.compile.facts import Instr, Var
-from tapegrad.compile.fusion import OPS, FusedGroup, fuse
+from tapegrad.compile.fusion import LIBM, OPS, FusedGroup, fuse
 
 _LOADED: dict[str, Any] = {}  # source hash -> the module's run function
 
@@ -66,7 +66,7 @@ def source_of(group: FusedGroup, scalars: frozenset[int] = frozenset()) -> str:
     lines = [
         "import numpy as np",
         "from numba import njit",
-        "from numpy import sqrt",
+        f"from numpy import {', '.join(sorted({'sqrt'} | {fn.__name__ for _, fn, _ in group.steps if fn in LIBM}))}",
         "",
         "",
         '@njit(cache=True, error_model="numpy", nogil=True)',
