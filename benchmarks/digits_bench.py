@@ -81,11 +81,18 @@ def available_peers() -> list[str]:
     return [p for p in PEERS if importlib.util.find_spec("torch" if p == "pytorch" else p) is not None]
 
 
+def _jit_takes(option: str) -> bool:
+    """Does this checkout's ``tg.jit`` take ``option`` (an older one, timed by compare.py, may not)?"""
+    import inspect
+
+    return option in inspect.signature(tg.jit).parameters
+
+
 def available_optional() -> list[str]:
-    """The contenders of ``OPTIONAL`` whose extra is installed."""
+    """The contenders of ``OPTIONAL`` whose extra is installed (and that this checkout has)."""
     import importlib.util
 
-    return ["jit_numba"] if importlib.util.find_spec("numba") is not None else []
+    return ["jit_numba"] if importlib.util.find_spec("numba") is not None and _jit_takes("backend") else []
 
 
 def jit_trainer(X: np.ndarray, y: np.ndarray, rng: np.random.Generator, backend: str,
@@ -103,7 +110,8 @@ def jit_trainer(X: np.ndarray, y: np.ndarray, rng: np.random.Generator, backend:
         params, state = opt.update(grads, state, params)
         return params, state, loss
 
-    compiled = tg.jit(train_step, backend=backend, donate_argnums=(0, 1) if donate else None)
+    options = ({"backend": backend} if backend != "numpy" else {}) | ({"donate_argnums": (0, 1)} if donate else {})
+    compiled = tg.jit(train_step, **options)
     held = [params, state]
 
     def step(idx: np.ndarray) -> float:
@@ -290,7 +298,8 @@ def run(quick: bool = False) -> list[tuple[str, float, float, float]]:
     """
     X, y, _, _ = ex.load_data()
     _check(X, y)
-    styles = [*STYLES, *available_optional(), *available_peers()]
+    styles = [s for s in STYLES if s != "jit_donate" or _jit_takes("donate_argnums")]
+    styles += [*available_optional(), *available_peers()]
     med = _time_epochs(["numpy", *styles], quick)
     return [(s, med[s], med["numpy"], med[s] / med["numpy"]) for s in styles]
 

@@ -429,26 +429,33 @@ def test_a_vector_times_a_transpose_is_the_matrix_times_the_vector():
     _close(jf(v, a), f(v, a))
 
 
-def test_the_maximum_of_short_rows_reduces_their_transpose_and_keeps_nans_and_infinities():
+_ROW_REDUCTIONS = [(rewrites.MAX_REDUCE, "max", "max_of_rows"), (rewrites.ADD_REDUCE, "sum", "sum_of_rows")]
+
+
+@pytest.mark.parametrize("reduce, name, of_rows", _ROW_REDUCTIONS)
+def test_the_maximum_or_sum_of_short_rows_reduces_their_transpose_and_keeps_nans_and_infinities(
+        reduce, name, of_rows):
     z = _rng().standard_normal((40, 10)).astype(np.float32)
     z[3, 4], z[5] = np.nan, -np.inf
     z[7, 2] = np.inf
-    program = [_ins(rewrites.MAX_REDUCE, "max", [Var(0), 1, None, None, True], [1])]
-    values = [z, np.maximum.reduce(z, 1, None, None, True)]
+    program = [_ins(reduce, name, [Var(0), 1, None, None, True], [1])]
+    values = [z, reduce(z, 1, None, None, True)]
     kept, outs = _rewritten(program, values, [1])
-    assert [ins.name for ins in kept] == ["max_of_rows"]
+    assert [ins.name for ins in kept] == [of_rows]
     got = _evaluate(kept, values, {0: z})[outs[0]]
-    np.testing.assert_array_equal(got, values[1])
+    np.testing.assert_allclose(got, values[1], rtol=1e-6, atol=1e-6)  # (a sum: added in another order)
     assert got.shape == (40, 1) and got.dtype == np.float32
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(values[1]))
 
 
+@pytest.mark.parametrize("reduce, name, of_rows", _ROW_REDUCTIONS)
 @pytest.mark.parametrize("shape, axis, keepdims", [((40, 10), 0, True), ((4, 10), 1, True),
                                                    ((40, 100), 1, True), ((40, 10), 1, False)])
-def test_other_maxima_stay_numpys_reduction(shape, axis, keepdims):
+def test_other_maxima_and_sums_stay_numpys_reduction(reduce, name, of_rows, shape, axis, keepdims):
     z = _rng().standard_normal(shape)
-    program = [_ins(rewrites.MAX_REDUCE, "max", [Var(0), axis, None, None, keepdims], [1])]
-    kept, _ = _rewritten(program, [z, np.maximum.reduce(z, axis, None, None, keepdims)], [1])
-    assert [ins.name for ins in kept] == ["max"]
+    program = [_ins(reduce, name, [Var(0), axis, None, None, keepdims], [1])]
+    kept, _ = _rewritten(program, [z, reduce(z, axis, None, None, keepdims)], [1])
+    assert [ins.name for ins in kept] == [name]
 
 
 def test_a_python_integer_beside_a_float_array_is_a_float():

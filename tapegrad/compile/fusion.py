@@ -90,7 +90,7 @@ def _is_scalar_step(ins: Any, values: Sequence[Any], inside: set[int]) -> bool:
 
 
 def fuse(program: Sequence[Any], values: Sequence[Any], outputs: Iterable[int],
-         emit: Callable[[FusedGroup], Instr], min_steps: int = 2,
+         emit: Callable[[FusedGroup], Any], min_steps: int = 2,
          keep: Callable[[FusedGroup], bool] | None = None) -> list[Any]:
     """The program with each run of at least ``min_steps`` elementwise
     steps of one shape and dtype replaced by the instruction ``emit`` makes

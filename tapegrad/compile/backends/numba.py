@@ -17,8 +17,9 @@ import hashlib
 import importlib.util
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numba  # noqa: F401  (the point of this module: fails here when numba is missing)
 import numpy as np
@@ -35,50 +36,59 @@ def cache_dir() -> Path:
     return Path(root) / "numba" if root else Path.home() / ".cache" / "tapegrad" / "numba"
 
 
-def source_of(group: FusedGroup, scalars: frozenset[int] = frozenset()) -> str:
-    """The Python source of the group's kernel and of ``run``, which
-    allocates the outputs and calls it (inputs in ``group.inputs``' order;
-    ``scalars``: the input Vars holding a scalar, not an array)."""
-    dt = f"np.{group.dtype}"
-    index = {a.n: k for k, a in enumerate(group.inputs)}
-    names: dict[int, str] = {}
-    scalar_args = [k for k, a in enumerate(group.inputs) if a.n in scalars]
+def source_of(groups: Sequence[FusedGroup], scalars: frozenset[int] = frozenset()) -> str:
+    """The Python source of one kernel running the groups' loops in turn, and
+    of ``run``, which allocates the outputs and calls it (its arguments: the
+    groups' inputs, each once, in order of first use; ``scalars``: the input
+    Vars holding a Python or NumPy scalar, not an array). Arrays are
+    flattened inside the kernel (a view of a C-contiguous array, a copy of
+    another), scalars cast to their group's dtype there: each costs the call
+    nothing in Python."""
+    inputs: list[Var] = []
+    for g in groups:
+        inputs += [a for a in g.inputs if a not in inputs]
+    index = {a.n: k for k, a in enumerate(inputs)}
+    n_out = sum(len(g.outputs) for g in groups)
+    params = [f"O{j}" for j in range(n_out)] + [
+        f"S{k}" if a.n in scalars else f"A{k}" for k, a in enumerate(inputs)]
+    body = [f"    o{j} = O{j}.ravel()" for j in range(n_out)]
+    body += [f"    a{k} = A{k}.ravel()" for k, a in enumerate(inputs) if a.n not in scalars]
+    first_out = 0
+    for g in groups:
+        dt = f"np.{g.dtype}"
+        body += [f"    x{index[a.n]} = {dt}(S{index[a.n]})" for a in g.inputs if a.n in scalars]
+        names: dict[int, str] = {}
 
-    def operand(a: Any) -> str:
-        if type(a) is Var:
-            return names[a.n] if a.n in names else f"x{index[a.n]}"
-        return f"{dt}({float(a)!r})"
+        def operand(a: Any, dt: str = dt) -> str:
+            if type(a) is Var:
+                return names[a.n] if a.n in names else f"x{index[a.n]}"
+            return f"{dt}({float(a)!r})"
 
-    body = []
-    arrays = [k for k in range(len(group.inputs)) if k not in scalar_args]
-    for k in arrays:
-        body.append(f"        x{k} = a{k}[i]")
-    for var, fn, args in group.steps:
-        names[var] = f"t{var}"
-        body.append(f"        t{var} = {OPS[fn].format(*[operand(a) for a in args])}")
-    for j, n in enumerate(group.outputs):
-        body.append(f"        o{j}[i] = {names[n]}")
-    params = [f"o{j}" for j in range(len(group.outputs))] + [
-        f"x{k}" if k in scalar_args else f"a{k}" for k in range(len(group.inputs))]
-    ins = [f"a{k}" if k not in scalar_args else f"x{k}" for k in range(len(group.inputs))]
-    call = [f"o{j}.reshape(-1)" for j in range(len(group.outputs))] + [
-        f"{dt}(x{k})" if k in scalar_args else f"a{k}.reshape(-1)" for k in range(len(group.inputs))]
+        body.append(f"    for i in range(o{first_out}.size):")
+        body += [f"        x{index[a.n]} = a{index[a.n]}[i]" for a in g.inputs if a.n not in scalars]
+        for var, fn, args in g.steps:
+            names[var] = f"t{var}"
+            body.append(f"        t{var} = {OPS[fn].format(*[operand(a) for a in args])}")
+        body += [f"        o{first_out + j}[i] = {names[n]}" for j, n in enumerate(g.outputs)]
+        first_out += len(g.outputs)
+    allocs = [f"    O{j} = np.empty({g.shape!r}, np.{g.dtype})"
+              for j, g in enumerate(g for g in groups for _ in g.outputs)]
+    libm = sorted({fn.__name__ for g in groups for _, fn, _ in g.steps if fn in LIBM})
     lines = [
         "import numpy as np",
         "from numba import njit",
-        f"from numpy import {', '.join(sorted({'sqrt'} | {fn.__name__ for _, fn, _ in group.steps if fn in LIBM}))}",
+        f"from numpy import {', '.join(['sqrt', *libm])}",
         "",
         "",
         '@njit(cache=True, error_model="numpy", nogil=True)',
         f"def kernel({', '.join(params)}):",
-        "    for i in range(o0.size):",
         *body,
         "",
         "",
-        f"def run({', '.join(ins)}):",
-        *[f"    o{j} = np.empty({group.shape!r}, {dt})" for j in range(len(group.outputs))],
-        f"    kernel({', '.join(call)})",
-        f"    return {', '.join(f'o{j}' for j in range(len(group.outputs)))}",
+        f"def run({', '.join(params[n_out:])}):",
+        *allocs,
+        f"    kernel({', '.join(params)})",
+        f"    return {', '.join(params[:n_out])}",
         "",
     ]
     return "\n".join(lines)
@@ -107,13 +117,23 @@ def load(source: str) -> Any:
     return run
 
 
-def emit(group: FusedGroup, values: Any) -> Instr:
-    """The instruction calling the compiled kernel of ``group``."""
-    scalars = frozenset(a.n for a in group.inputs
+class _Group(NamedTuple):
+    """A fused group's place in the program until the kernels are written."""
+
+    group: FusedGroup
+
+
+def _kernel(groups: list[FusedGroup], values: Any) -> Instr:
+    """The instruction calling the compiled kernel that runs ``groups`` in turn."""
+    scalars = frozenset(a.n for g in groups for a in g.inputs
                         if not isinstance(values[a.n], np.ndarray) or values[a.n].ndim == 0)
-    run = load(source_of(group, scalars))
-    outs = group.outputs
-    return Instr(run, f"fused_{len(group.steps)}", tuple(group.inputs), (), outs, len(outs) > 1)
+    run = load(source_of(groups, scalars))
+    inputs: list[Var] = []
+    for g in groups:
+        inputs += [a for a in g.inputs if a not in inputs]
+    outs = tuple(n for g in groups for n in g.outputs)
+    steps = sum(len(g.steps) for g in groups)
+    return Instr(run, f"fused_{steps}", tuple(inputs), (), outs, len(outs) > 1)
 
 
 # A kernel call costs about 3 us (dispatch, its outputs' allocation) where a NumPy call on a
@@ -129,5 +149,27 @@ def worth(group: FusedGroup) -> bool:
 
 
 def lower(program: list[Any], values: Any, outputs: Any) -> list[Any]:
-    """``program`` with its fused groups worth a kernel as numba kernels."""
-    return fuse(program, values, outputs, lambda g: emit(g, values), keep=lambda g: not worth(g))
+    """``program`` with its fused groups worth a kernel as numba kernels;
+    adjacent groups that do not read each other's outputs (an optimizer's
+    update of each leaf) share one kernel: one call instead of one each."""
+    out: list[Any] = []
+    batch: list[FusedGroup] = []
+    made: set[int] = set()  # (the batch's outputs)
+
+    def flush() -> None:
+        if batch:
+            out.append(_kernel(batch, values))
+            batch.clear()
+            made.clear()
+
+    for ins in fuse(program, values, outputs, _Group, keep=lambda g: not worth(g)):
+        if type(ins) is not _Group:
+            flush()
+            out.append(ins)
+            continue
+        if any(a.n in made for a in ins.group.inputs):  # (it reads the batch: the next kernel)
+            flush()
+        batch.append(ins.group)
+        made.update(ins.group.outputs)
+    flush()
+    return out
