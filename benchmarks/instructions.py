@@ -12,7 +12,10 @@ give the same count to the instruction. Between commits, code layout alone
 (dict layouts, interned names) moves a count by up to about 2%: read smaller
 differences as none. Cases: ``d1``, ``d2``, ``d3``: the
 first, second and third derivative of ``tanh`` at a float (the per-call cost
-of nested ``grad``); ``hvp``: ``tg.hvp`` of ``sum(tanh(A x)**2)`` at n = 30.
+of nested ``grad``); ``hvp``: ``tg.hvp`` of ``sum(tanh(A x)**2)`` at n = 30;
+``step``: one ``tapegrad.torch`` training step (``zero_grad``, an
+8-16-4 tanh MLP, cross-entropy, ``backward()``, ``Adam.step()``, batch 8:
+the facade's bookkeeping, little arithmetic).
 Needs valgrind (``apt install valgrind``); about 20 s a count.
 """
 
@@ -24,7 +27,7 @@ import re
 import subprocess
 import sys
 
-CASES = ("d1", "d2", "d3", "hvp")
+CASES = ("d1", "d2", "d3", "hvp", "step")
 
 # the program valgrind runs: ROOT CASE N
 PROGRAM = """
@@ -34,7 +37,20 @@ import numpy as np
 import tapegrad as tg
 import tapegrad.numpy as tnp
 case, n = sys.argv[2], int(sys.argv[3])
-if case == "hvp":
+if case == "step":
+    import tapegrad.torch as torch
+    from tapegrad.torch import nn
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4))
+    loss_fn = nn.CrossEntropyLoss()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    xb, yb = torch.randn(8, 8), torch.arange(8) % 4
+    def call():
+        opt.zero_grad()
+        loss = loss_fn(model(xb), yb)
+        loss.backward()
+        opt.step()
+elif case == "hvp":
     A = np.random.default_rng(0).standard_normal((30, 30)) / 30 ** 0.5
     x = v = np.ones(30)
     def call():

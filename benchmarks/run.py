@@ -766,6 +766,8 @@ def case_b(s: Settings, peers: list[Peer]) -> list[Row]:
         row.peers = med
         rows += [row, jit_row]
     rows.append(first_call_row(s))
+    if importlib.util.find_spec("numba") is not None:
+        rows += numba_first_call_rows()
     return rows
 
 
@@ -785,6 +787,40 @@ def first_call_row(s: Settings) -> Row:
                numpy=med["numpy"] * 1e3, tapegrad=med["first call"] * 1e3, abs_target=FIRST_CALL_MS,
                note=f"a new tg.jit each sample, in a warm process (the first one in the process, at "
                     f"start-up, took {COLD_FIRST_CALL_MS[0]:.1f} ms)" if COLD_FIRST_CALL_MS else "")
+
+
+# run in a new process: import, then the first call of tg.jit(value_and_grad(MLP loss), backend="numba")
+NUMBA_FIRST_CALL = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import numpy as np, tapegrad as tg
+import run as R
+params = R.init_params(np.float64, np.random.default_rng(0))
+X, Y, _ = R.load_batch(256, np.float64)
+t0 = time.perf_counter()
+tg.jit(tg.value_and_grad(R.mlp_loss_tg), backend="numba")(params, X, Y)
+print(time.perf_counter() - t0)
+"""
+
+
+def numba_first_call_rows() -> list[Row]:
+    """The first call of (b)'s f64 step with ``backend="numba"`` in a new process
+    (importing numba, tracing, compiling or loading its kernels, one run), with
+    an empty kernel cache and then from the cache that call wrote (s)."""
+    import subprocess
+    import tempfile
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    times = []
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, TAPEGRAD_CACHE_DIR=cache)
+        for _ in range(2):
+            out = subprocess.run([sys.executable, "-c", NUMBA_FIRST_CALL, here], env=env,
+                                 capture_output=True, text=True, check=True).stdout
+            times.append(float(out.split()[-1]))
+    return [Row("b", "first call of the f64 step, backend='numba', cold (a new process)", "s",
+                tapegrad=times[0], abs_target=3.0),
+            Row("b", "the same, its kernels from the disk cache", "s", tapegrad=times[1], abs_target=0.5)]
 
 
 def case_c(s: Settings, peers: list[Peer]) -> list[Row]:

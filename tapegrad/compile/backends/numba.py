@@ -132,6 +132,7 @@ def _kernel(groups: list[FusedGroup], values: Any) -> Instr:
     for g in groups:
         inputs += [a for a in g.inputs if a not in inputs]
     outs = tuple(n for g in groups for n in g.outputs)
+    run(*[values[a.n] for a in inputs])  # (compiled now: the first call pays for LLVM, not the second)
     steps = sum(len(g.steps) for g in groups)
     return Instr(run, f"fused_{steps}", tuple(inputs), (), outs, len(outs) > 1)
 

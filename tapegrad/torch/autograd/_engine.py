@@ -55,7 +55,7 @@ def _seeds(outputs: list[Tensor], grads: list[Any], who: str) -> list[Any]:
         if g is None:
             if v.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            seeds.append(array_module(v).ones(v.shape, dtype=v.dtype))  # (on the output's device)
+            seeds.append(array_module(v._value).ones(v.shape, dtype=v.dtype))  # (on the output's device)
             continue
         gv = _v(g)
         if not hasattr(gv, "shape"):
@@ -78,8 +78,9 @@ def _leaf_hooks(t: Tensor, g: Any) -> Any:
 
 
 def _accumulate(t: Tensor, g: Any, create_graph: bool, seen: set[int]) -> None:
-    if type(g) is np.ndarray and (id(g) in seen or not g.flags.writeable or g.base is not None):
-        g = g.copy()
+    if type(g) is np.ndarray:  # (the common case: a fresh array is taken as it is)
+        if id(g) in seen or not g.flags.writeable or g.base is not None:
+            g = g.copy()
     elif type(g) is not Traced:
         g = _own(array_module(g).asarray(g) if id(g) not in seen else g.copy())  # (a CuPy array stays on the device)
     seen.add(id(g))
