@@ -307,7 +307,11 @@ def _apply2(prim: Primitive, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
     else:
         tape = a._level if ta else b._level
     if not tape.active:
-        return _apply(prim, (a, b), kwargs)
+        if tape.abstract or kwargs or isinstance(b if ta else a, _SEQUENCES):
+            return _apply(prim, (a, b), kwargs)
+        # an idle tape (a backward pass without create_graph): its values are constants, as
+        # Tape.process reads them (saves the general path's three calls per rule that reads one)
+        return prim.wrapped(a._value if ta else a, b._value if tb else b)
     x = a._value if ta else a
     y = b._value if tb else b
     try:

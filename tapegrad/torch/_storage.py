@@ -75,7 +75,8 @@ def bump(*tensors: Any) -> None:
     """Count an in-place change of the data of each tensor in ``tensors``
     (and of everything sharing its counter)."""
     for t in tensors:
-        counter_of(t).value += 1
+        vc = t._vc
+        (vc if vc is not None else counter_of(t)).value += 1
     _last_bump[0] = next_index()
 
 

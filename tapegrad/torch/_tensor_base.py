@@ -246,8 +246,9 @@ def _rec(prim: Any, vals: Sequence[Any], name: str, ins: Sequence[Any], pos: Seq
         if x is None:
             kept.append(None)
             continue
-        if vers is None and version_of(x):
-            vers = tuple([0 if y is None else version_of(y) for y in ins])
+        vc = x._vc  # (version_of, inlined: an optimizer's step has bumped every parameter)
+        if vers is None and vc is not None and vc.value:
+            vers = tuple([0 if y is None or y._vc is None else y._vc.value for y in ins])
         kept.append(held(x))
     out = _record(GT, prim, ans, vals, raw, kw, nums, None, name, tuple(kept), lay, vers)
     t: Tensor = _new_obj(_Tensor)
