@@ -149,3 +149,29 @@ def test_numba_fuses_a_small_chain_forward_and_backward_into_one_loop(tmp_path, 
         rtol = 1e-12 if x.dtype == np.float64 else 1e-6
         for _ in range(2):
             _close(jf(x), vg(x), rtol=rtol, atol=rtol)
+
+
+def test_numba_computes_the_scalar_steps_only_a_kernel_reads_inside_it(tmp_path, monkeypatch):
+    # an optimizer's bias corrections from its step count: computed once in the kernel (no NumPy
+    # call for them), while the new count, an output, stays outside
+    pytest.importorskip("numba")
+    monkeypatch.setenv("TAPEGRAD_CACHE_DIR", str(tmp_path))
+    opt = tg.optimizers.adam(0.003)
+
+    def step(params, state, grads):
+        return opt.update(grads, state, params)
+
+    r = _rng()
+    for dtype, rtol in ((np.float64, 1e-12), (np.float32, 1e-6)):
+        params = {"w": r.standard_normal((5, 3)).astype(dtype), "b": r.standard_normal(3).astype(dtype)}
+        grads = {k: r.standard_normal(v.shape).astype(dtype) for k, v in params.items()}
+        state = opt.init(params)
+        jf = tg.jit(step, backend="numba")
+        ops = [line.split(" = ", 1)[1].split("(")[0] for line in jf.lower(params, state, grads).as_text().splitlines()
+               if " = " in line and not line.strip().startswith("del")]
+        assert len(ops) == 2 and ops[0] == "add" and ops[1].startswith("fused_")  # (the count, one kernel)
+        want_p, want_s = params, state
+        for _ in range(3):
+            got_p, got_s = jf(want_p, want_s, grads)
+            want_p, want_s = step(want_p, want_s, grads)
+            _close((got_p, got_s), (want_p, want_s), rtol=rtol, atol=rtol)

@@ -24,6 +24,7 @@ buffers are planned, so moving an instruction later changes no value).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
@@ -46,6 +47,14 @@ OPS: dict[Any, str] = {**ARITHMETIC, **LIBM}
 # At 64 elements a fused transcendental costs at most what the NumPy call it replaces costs
 # (float32 tanh, the worst case: 3 ns an element in the loop, a call of 0.2 us); below, it wins
 SMALL = 64
+# function -> the expression of a step on scalars (a backend may compute a kernel's scalar
+# steps, an optimizer's bias corrections, once at its start); a NumPy scalar type casts
+SCALAR_EXPRS: dict[Any, str] = {
+    np.add: "({0} + {1})", operator.add: "({0} + {1})", np.subtract: "({0} - {1})",
+    operator.sub: "({0} - {1})", np.multiply: "({0} * {1})", operator.mul: "({0} * {1})",
+    np.true_divide: "({0} / {1})", operator.truediv: "({0} / {1})", np.power: "({0} ** {1})",
+    operator.pow: "({0} ** {1})", np.negative: "(-{0})", operator.neg: "(-{0})", np.sqrt: "sqrt({0})",
+    np.float32: "{0}", np.float64: "{0}"}
 FLOATS = ("float32", "float64")
 
 
