@@ -263,17 +263,28 @@ class Tape(Level):
     # (__enter__ and __exit__ run once per transform call, a few per nested
     # derivative: a nested ``tracing`` only counts itself, see tapegrad._gc)
     def __enter__(self) -> Self:
-        if self.active:
-            raise RuntimeError("this tape is already recording")
-        self.push()
-        self.active = True
+        self._open()
         tracing.__enter__()  # (the collector paused, NumPy's warnings at the user's line)
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._close()
+        tracing.__exit__()
+
+    def _open(self) -> None:
+        """Start recording: ``with tape:`` without entering ``tracing``, for a
+        transform that holds one ``tracing`` span around its tape and its
+        backward pass (``grad``; a nested span is two calls more a tape). Undo
+        with ``_close``, also on an exception."""
+        if self.active:
+            raise RuntimeError("this tape is already recording")
+        self.push()
+        self.active = True
+
+    def _close(self) -> None:
+        """Stop recording (see ``_open``)."""
         self.pop()
         self.active = False
-        tracing.__exit__()
 
     def watch(self, x: Any) -> Any:
         """Start tracing ``x`` (a pytree of arrays) on this tape.
@@ -532,7 +543,7 @@ def _accumulate(ct: dict[int, Any], owned: set[int], i: int, c: Any) -> None:
 
 def backprop(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,
              hooks: dict[int, list[Callable[[Any], Any]]] | None = None,
-             batched: bool = False) -> dict[int, Any]:
+             batched: bool = False, held: bool = False) -> dict[int, Any]:
     """The reverse pass: walk ``entries`` (descending index), pulling each
     entry's cotangent from ``ct`` and pushing it to its parents.
 
@@ -549,9 +560,14 @@ def backprop(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,
     hessian, a batched ``vjp_fn``): the rules of a primitive that did not
     declare batched VJP rules are then called once per batch element (see
     ``map_batch``). Without it, no rule is wrapped (the plain walk).
+    ``held``: the caller holds ``tapegrad._gc.tracing`` already (a
+    transform's one span for its tape and its backward pass: see
+    ``Tape._open``), so the walk does not enter it again.
     """
     frees_before, _walk.frees = _walk.frees, not retain
     try:
+        if held:
+            return _walk_entries(entries, ct, retain, hooks, batched)
         with tracing:  # (the collector paused, NumPy's warnings in rules at the user's line)
             return _walk_entries(entries, ct, retain, hooks, batched)
     finally:
