@@ -45,7 +45,7 @@ class Argnums:
     def __call__(self, nargs: int, who: str) -> tuple[int, ...]:
         nums = self._by_nargs.get(nargs)
         if nums is None:
-            nums = self._by_nargs[nargs] = norm_argnums(self.argnums, nargs, who)
+            nums = self._by_nargs[nargs] = _in_range(self.argnums, nargs, who)  # (checked when made)
         return nums
 
 
@@ -67,6 +67,11 @@ def norm_argnums(argnums: int | tuple[int, ...], nargs: int, who: str) -> tuple[
     """``argnums`` as non-negative positions for a call with ``nargs``
     positional arguments; ``TypeError`` naming ``who`` when out of range."""
     check_argnums(argnums, who)
+    return _in_range(argnums, nargs, who)
+
+
+def _in_range(argnums: int | tuple[int, ...], nargs: int, who: str) -> tuple[int, ...]:
+    """``norm_argnums`` for ``argnums`` that ``check_argnums`` accepted."""
     nums: tuple[Any, ...] = tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
     for a in nums:
         if not -nargs <= a < nargs:
@@ -103,13 +108,14 @@ def check_inexact_leaves(leaves: list[Any], who: str, argnum: int, allow_complex
     for leaf in leaves:
         if type(leaf) is float:  # (the common scalar argument: no np.asarray to find its dtype)
             continue
-        v = unwrap(leaf)
+        v = leaf if type(leaf) in PLAIN else unwrap(leaf)
         while type(v) is Traced:
             v = v._value
         dtype = getattr(v, "dtype", None)
         if dtype is None:
             dtype = np.asarray(v).dtype
-        refuse_matrix(v, who, argnum)
+        if type(v) is not np.ndarray:  # (an exact ndarray is no matrix)
+            refuse_matrix(v, who, argnum)
         if dtype.kind not in ("fc" if allow_complex else "f"):
             raise TypeError(
                 f"{who} requires floating-point or complex inputs, but argument {argnum} "
