@@ -92,9 +92,17 @@ class Entry:
         return f"<Entry #{self.index} = {self.primitive}({args})>"
 
 
-class _Walk(threading.local):
+class _WalkState:
+    __slots__ = ("frees",)
+
     def __init__(self) -> None:
         self.frees = False  # does the running reverse walk free residuals?
+
+
+class _Walk(threading.local):
+    # (one thread-local read per walk, then a plain attribute: see tapegrad._gc._Held)
+    def __init__(self) -> None:
+        self.state = _WalkState()
 
 
 _walk = _Walk()
@@ -111,7 +119,7 @@ def consumable(residual: Any) -> bool:
     function, whose parameter and closure cell are the two references
     expected (the baseline is measured at import, per interpreter).
     """
-    return (_walk.frees and type(residual) is np.ndarray and residual.base is None
+    return (_walk.state.frees and type(residual) is np.ndarray and residual.base is None
             and residual.flags.writeable and sys.getrefcount(residual) <= _CONSUMABLE_REFS)
 
 
@@ -564,14 +572,15 @@ def backprop(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,
     transform's one span for its tape and its backward pass: see
     ``Tape._open``), so the walk does not enter it again.
     """
-    frees_before, _walk.frees = _walk.frees, not retain
+    walk = _walk.state
+    frees_before, walk.frees = walk.frees, not retain
     try:
         if held:
             return _walk_entries(entries, ct, retain, hooks, batched)
         with tracing:  # (the collector paused, NumPy's warnings in rules at the user's line)
             return _walk_entries(entries, ct, retain, hooks, batched)
     finally:
-        _walk.frees = frees_before
+        walk.frees = frees_before
 
 
 def _walk_entries(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,
