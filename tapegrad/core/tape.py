@@ -19,7 +19,7 @@ from typing_extensions import Self
 
 from tapegrad._gc import tracing
 from tapegrad.core.engine_ops import cast_to, map_batch, sum_to
-from tapegrad.core.level import Level
+from tapegrad.core.level import Level, _stack
 from tapegrad.core.primitive import (
     ARGNUMS_BOTH,
     ARGNUMS_FIRST,
@@ -286,12 +286,22 @@ class Tape(Level):
         with ``_close``, also on an exception."""
         if self.active:
             raise RuntimeError("this tape is already recording")
-        self.push()
+        # (Level.push, spelled out: a call less on every transform's path, a
+        # third derivative's 465k instructions -> 460k)
+        levels = _stack.levels
+        self.level = len(levels) + 1
+        levels.append(self)
+        self.entered = True
         self.active = True
 
     def _close(self) -> None:
         """Stop recording (see ``_open``)."""
-        self.pop()
+        levels = _stack.levels  # (Level.pop, spelled out as in _open)
+        if levels and levels[-1] is self:
+            levels.pop()
+        else:  # closed out of order: remove it wherever it is
+            levels.remove(self)
+        self.entered = False
         self.active = False
 
     def watch(self, x: Any) -> Any:
