@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -101,7 +101,7 @@ def rewrap(like: Any, v: Any) -> Any:
     return box(v, like) if box is not None else v
 
 
-def check_inexact_leaves(leaves: list[Any], who: str, argnum: int, allow_complex: bool = True) -> None:
+def check_inexact_leaves(leaves: Sequence[Any], who: str, argnum: int, allow_complex: bool = True) -> None:
     """Raise ``TypeError`` naming ``who``, the argument and its dtype for a
     leaf that is not floating-point (or complex), with the conversion to make:
     ``float(...)`` for a Python number, ``.astype(float)`` for an array."""
@@ -144,7 +144,7 @@ class Traced_call:
     def __init__(self, f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                  argnums: tuple[int, ...], persistent: bool, who: str) -> None:
         args_l = list(args)
-        flat = []
+        flat: list[tuple[int, Any, Any]] = []
         for i in argnums:
             a = args_l[i]
             if type(a) in PLAIN:  # (one array or scalar: no pytree to walk, no wrapper)
