@@ -183,6 +183,10 @@ def _trace_forward(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
     with ForwardTape(batch) as ftape:
         watch = ftape.watch_with
         for i, leaves, tdef, ts in inputs:
+            a = args_l[i]
+            if type(a) is np.ndarray or type(a) is Traced:  # (one array: no pytree, no wrapper)
+                args_l[i] = watch(a, ts[0])
+                continue
             boxed = [rewrap(x, watch(_as_array(unwrap(x)), t)) for x, t in zip(leaves, ts)]
             args_l[i] = tree_unflatten(tdef, boxed)
         wrapped_out = f(*args_l, **kwargs) if kwargs else f(*args_l)
