@@ -32,6 +32,8 @@ from tapegrad.transforms._util import (
     unwrap,
 )
 
+_new_obj = object.__new__
+
 
 class ForwardTape(Tape):
     """A forward-mode trace: its values carry their tangent (``_tangent``), and
@@ -80,7 +82,10 @@ class ForwardTape(Tape):
         assert out is not None  # a recorded op has at least one traced argument
         if out.dtype != v.dtype:
             out = cast_to(out, v.dtype)
-        t = Traced(ans, self, None)  # (watch_with, spelled out: this is every forward op's cost)
+        t = _new_obj(Traced)  # (watch_with, field by field: this is every forward op's cost)
+        t._value = ans
+        t._level = self
+        t._node = None
         t._tangent = out
         return t
 
