@@ -282,8 +282,8 @@ class Tape(Level):
     def _open(self) -> None:
         """Start recording: ``with tape:`` without entering ``tracing``, for a
         transform that holds one ``tracing`` span around its tape and its
-        backward pass (``grad``; a nested span is two calls more a tape). Undo
-        with ``_close``, also on an exception."""
+        backward pass (``grad``: a span nested in it would cost two calls and
+        two thread-local reads). Undo with ``_close``, also on an exception."""
         if self.active:
             raise RuntimeError("this tape is already recording")
         # (Level.push, spelled out: a call less on every transform's path, a
