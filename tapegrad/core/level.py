@@ -79,6 +79,7 @@ class Level:
     what = "a traced value"  # (what its values are called in errors)
 
     def push(self) -> None:
+        # (Tape._open and Tape._close spell push and pop out: keep them alike)
         levels = _stack.levels
         self.level = len(levels) + 1
         levels.append(self)

@@ -19,7 +19,7 @@ from typing_extensions import Self
 
 from tapegrad._gc import tracing
 from tapegrad.core.engine_ops import cast_to, map_batch, sum_to
-from tapegrad.core.level import Level
+from tapegrad.core.level import Level, _stack
 from tapegrad.core.primitive import (
     ARGNUMS_BOTH,
     ARGNUMS_FIRST,
@@ -92,9 +92,17 @@ class Entry:
         return f"<Entry #{self.index} = {self.primitive}({args})>"
 
 
-class _Walk(threading.local):
+class _WalkState:
+    __slots__ = ("frees",)
+
     def __init__(self) -> None:
         self.frees = False  # does the running reverse walk free residuals?
+
+
+class _Walk(threading.local):
+    # (one thread-local read per walk, then a plain attribute: see tapegrad._gc._Held)
+    def __init__(self) -> None:
+        self.state = _WalkState()
 
 
 _walk = _Walk()
@@ -111,7 +119,7 @@ def consumable(residual: Any) -> bool:
     function, whose parameter and closure cell are the two references
     expected (the baseline is measured at import, per interpreter).
     """
-    return (_walk.frees and type(residual) is np.ndarray and residual.base is None
+    return (_walk.state.frees and type(residual) is np.ndarray and residual.base is None
             and residual.flags.writeable and sys.getrefcount(residual) <= _CONSUMABLE_REFS)
 
 
@@ -263,17 +271,38 @@ class Tape(Level):
     # (__enter__ and __exit__ run once per transform call, a few per nested
     # derivative: a nested ``tracing`` only counts itself, see tapegrad._gc)
     def __enter__(self) -> Self:
-        if self.active:
-            raise RuntimeError("this tape is already recording")
-        self.push()
-        self.active = True
+        self._open()
         tracing.__enter__()  # (the collector paused, NumPy's warnings at the user's line)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.pop()
-        self.active = False
+        self._close()
         tracing.__exit__()
+
+    def _open(self) -> None:
+        """Start recording: ``with tape:`` without entering ``tracing``, for a
+        transform that holds one ``tracing`` span around its tape and its
+        backward pass (``grad``: a span nested in it would cost two calls and
+        two thread-local reads). Undo with ``_close``, also on an exception."""
+        if self.active:
+            raise RuntimeError("this tape is already recording")
+        # (Level.push, spelled out: a call less on every transform's path, a
+        # third derivative's 465k instructions -> 460k)
+        levels = _stack.levels
+        self.level = len(levels) + 1
+        levels.append(self)
+        self.entered = True
+        self.active = True
+
+    def _close(self) -> None:
+        """Stop recording (see ``_open``)."""
+        levels = _stack.levels  # (Level.pop, spelled out as in _open)
+        if levels and levels[-1] is self:
+            levels.pop()
+        else:  # closed out of order: remove it wherever it is
+            levels.remove(self)
+        self.entered = False
+        self.active = False
 
     def watch(self, x: Any) -> Any:
         """Start tracing ``x`` (a pytree of arrays) on this tape.
@@ -532,7 +561,7 @@ def _accumulate(ct: dict[int, Any], owned: set[int], i: int, c: Any) -> None:
 
 def backprop(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,
              hooks: dict[int, list[Callable[[Any], Any]]] | None = None,
-             batched: bool = False) -> dict[int, Any]:
+             batched: bool = False, held: bool = False) -> dict[int, Any]:
     """The reverse pass: walk ``entries`` (descending index), pulling each
     entry's cotangent from ``ct`` and pushing it to its parents.
 
@@ -549,13 +578,19 @@ def backprop(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,
     hessian, a batched ``vjp_fn``): the rules of a primitive that did not
     declare batched VJP rules are then called once per batch element (see
     ``map_batch``). Without it, no rule is wrapped (the plain walk).
+    ``held``: the caller holds ``tapegrad._gc.tracing`` already (a
+    transform's one span for its tape and its backward pass: see
+    ``Tape._open``), so the walk does not enter it again.
     """
-    frees_before, _walk.frees = _walk.frees, not retain
+    walk = _walk.state
+    frees_before, walk.frees = walk.frees, not retain
     try:
+        if held:
+            return _walk_entries(entries, ct, retain, hooks, batched)
         with tracing:  # (the collector paused, NumPy's warnings in rules at the user's line)
             return _walk_entries(entries, ct, retain, hooks, batched)
     finally:
-        _walk.frees = frees_before
+        walk.frees = frees_before
 
 
 def _walk_entries(entries: Iterable[Entry], ct: dict[int, Any], retain: bool,

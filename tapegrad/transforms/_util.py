@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,7 +45,7 @@ class Argnums:
     def __call__(self, nargs: int, who: str) -> tuple[int, ...]:
         nums = self._by_nargs.get(nargs)
         if nums is None:
-            nums = self._by_nargs[nargs] = norm_argnums(self.argnums, nargs, who)
+            nums = self._by_nargs[nargs] = _in_range(self.argnums, nargs, who)  # (checked when made)
         return nums
 
 
@@ -67,6 +67,11 @@ def norm_argnums(argnums: int | tuple[int, ...], nargs: int, who: str) -> tuple[
     """``argnums`` as non-negative positions for a call with ``nargs``
     positional arguments; ``TypeError`` naming ``who`` when out of range."""
     check_argnums(argnums, who)
+    return _in_range(argnums, nargs, who)
+
+
+def _in_range(argnums: int | tuple[int, ...], nargs: int, who: str) -> tuple[int, ...]:
+    """``norm_argnums`` for ``argnums`` that ``check_argnums`` accepted."""
     nums: tuple[Any, ...] = tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
     for a in nums:
         if not -nargs <= a < nargs:
@@ -96,20 +101,21 @@ def rewrap(like: Any, v: Any) -> Any:
     return box(v, like) if box is not None else v
 
 
-def check_inexact_leaves(leaves: list[Any], who: str, argnum: int, allow_complex: bool = True) -> None:
+def check_inexact_leaves(leaves: Sequence[Any], who: str, argnum: int, allow_complex: bool = True) -> None:
     """Raise ``TypeError`` naming ``who``, the argument and its dtype for a
     leaf that is not floating-point (or complex), with the conversion to make:
     ``float(...)`` for a Python number, ``.astype(float)`` for an array."""
     for leaf in leaves:
         if type(leaf) is float:  # (the common scalar argument: no np.asarray to find its dtype)
             continue
-        v = unwrap(leaf)
+        v = leaf if type(leaf) in PLAIN else unwrap(leaf)
         while type(v) is Traced:
             v = v._value
         dtype = getattr(v, "dtype", None)
         if dtype is None:
             dtype = np.asarray(v).dtype
-        refuse_matrix(v, who, argnum)
+        if type(v) is not np.ndarray:  # (an exact ndarray is no matrix)
+            refuse_matrix(v, who, argnum)
         if dtype.kind not in ("fc" if allow_complex else "f"):
             raise TypeError(
                 f"{who} requires floating-point or complex inputs, but argument {argnum} "
@@ -129,22 +135,40 @@ def refuse_matrix(v: Any, who: str, argnum: int | str) -> None:
 
 
 class Traced_call:
-    """One traced call of ``f``: the tape, the watched leaves, the output."""
+    """One traced call of ``f``: the tape, the watched leaves, the output.
+
+    The caller holds ``tapegrad._gc.tracing`` around it and around
+    ``backward`` (one span for the whole transform: the tape and its walk
+    do not enter it again)."""
 
     def __init__(self, f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                  argnums: tuple[int, ...], persistent: bool, who: str) -> None:
         args_l = list(args)
-        flat = []
+        flat: list[tuple[int, Any, Any]] = []
         for i in argnums:
-            leaves, tdef = tree_flatten(args_l[i])
+            a = args_l[i]
+            if type(a) in PLAIN:  # (one array or scalar: no pytree to walk, no wrapper)
+                if type(a) is not float:
+                    check_inexact_leaves((a,), who, i)
+                flat.append((i, None, None))
+                continue
+            leaves, tdef = tree_flatten(a)
             check_inexact_leaves(leaves, who, i)
             flat.append((i, leaves, tdef))
         # (argnum, treedef, leaf nodes, primal leaves); the nodes are kept
-        # apart from the traced values, which in-place updates rebind
-        self.inputs: list[tuple[int, Any, list[Any], list[Any]]] = []
-        with Tape(persistent=persistent) as tape:
+        # apart from the traced values, which in-place updates rebind. A
+        # plain argument has treedef None, its node and itself for the lists.
+        self.inputs: list[tuple[int, Any, Any, Any]] = []
+        self.tape = tape = Tape(persistent=persistent)
+        tape._open()
+        try:
             watch = tape._watch_leaf
             for i, leaves, tdef in flat:
+                if leaves is None:
+                    a = args_l[i]
+                    args_l[i] = t = watch(a)
+                    self.inputs.append((i, None, t._node, a))
+                    continue
                 nodes, boxed = [], []
                 for x in leaves:
                     t = watch(unwrap(x))
@@ -154,7 +178,8 @@ class Traced_call:
                 args_l[i] = tree_unflatten(tdef, boxed)
             self.wrapped_out = out = f(*args_l, **kwargs) if kwargs else f(*args_l)
             self.out = out if type(out) in PLAIN else tree_map_leaves(unwrap, out)
-        self.tape = tape
+        finally:
+            tape._close()
 
     def here(self, x: Any) -> Any:
         """``x`` as seen from outside this tape (one level unboxed)."""
@@ -181,9 +206,14 @@ class Traced_call:
 
     def backward(self, seeds: dict[int, Any], retain: bool, batch: tuple[int, ...] = ()) -> list[Any]:
         """Cotangents for every argnum, each in its argument's structure."""
-        ct = backprop(reversed(self.tape.entries), seeds, retain, batched=bool(batch))
+        ct = backprop(reversed(self.tape.entries), seeds, retain, batched=bool(batch), held=True)
         results = []
         for _, tdef, nodes, primals in self.inputs:
+            if tdef is None:  # a plain argument: ``nodes`` is its node, ``primals`` itself
+                i = nodes.index
+                g = ct[i] if i in ct else zeros_for(nodes, primals, batch)
+                results.append(finish(g, primals))
+                continue
             gs = []
             for node, p in zip(nodes, primals):
                 i = node.index

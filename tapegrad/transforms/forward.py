@@ -32,6 +32,8 @@ from tapegrad.transforms._util import (
     unwrap,
 )
 
+_new_obj = object.__new__
+
 
 class ForwardTape(Tape):
     """A forward-mode trace: its values carry their tangent (``_tangent``), and
@@ -80,7 +82,10 @@ class ForwardTape(Tape):
         assert out is not None  # a recorded op has at least one traced argument
         if out.dtype != v.dtype:
             out = cast_to(out, v.dtype)
-        t = Traced(ans, self, None)  # (watch_with, spelled out: this is every forward op's cost)
+        t = _new_obj(Traced)  # (watch_with, field by field: this is every forward op's cost)
+        t._value = ans
+        t._level = self
+        t._node = None
         t._tangent = out
         return t
 
@@ -183,6 +188,10 @@ def _trace_forward(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
     with ForwardTape(batch) as ftape:
         watch = ftape.watch_with
         for i, leaves, tdef, ts in inputs:
+            a = args_l[i]
+            if type(a) is np.ndarray or type(a) is Traced:  # (one array: no pytree, no wrapper)
+                args_l[i] = watch(a, ts[0])
+                continue
             boxed = [rewrap(x, watch(_as_array(unwrap(x)), t)) for x, t in zip(leaves, ts)]
             args_l[i] = tree_unflatten(tdef, boxed)
         wrapped_out = f(*args_l, **kwargs) if kwargs else f(*args_l)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from tapegrad._gc import tracing
 from tapegrad.core.tape import add_seed
 from tapegrad.core.traced import value
 from tapegrad.pytree import tree_flatten, tree_unflatten
@@ -56,15 +57,16 @@ def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
         from tapegrad.numpy import derived as d
 
         nums = nums_for(len(args), who)
-        call = Traced_call(f, args, kwargs, nums, persistent=False, who=who)
-        out_leaves, out_def = tree_flatten(call.out)
-        m, basis = _basis(out_leaves)
-        seeds: dict[int, Any] = {}
-        for x, b in zip(out_leaves, basis):
-            node = call.node_of(x)
-            if node is not None:
-                add_seed(seeds, node.index, b)
-        grads = call.backward(seeds, retain=False, batch=(m,))  # per argnum: (m,) + in_shape
+        with tracing:  # (one span for the tape and its backward pass)
+            call = Traced_call(f, args, kwargs, nums, persistent=False, who=who)
+            out_leaves, out_def = tree_flatten(call.out)
+            m, basis = _basis(out_leaves)
+            seeds: dict[int, Any] = {}
+            for x, b in zip(out_leaves, basis):
+                node = call.node_of(x)
+                if node is not None:
+                    add_seed(seeds, node.index, b)
+            grads = call.backward(seeds, retain=False, batch=(m,))  # per argnum: (m,) + in_shape
         in_trees = [tree_flatten(g) for g in grads]
         in_leaves = [tree_flatten(args[i]) for i in nums]
         wrapped_leaves = tree_flatten(call.wrapped_out)[0]

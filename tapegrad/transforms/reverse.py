@@ -162,7 +162,8 @@ class VJPFunction:
                 if not hasattr(leaf, "dtype"):
                     leaf = np.asarray(leaf, dtype=node.dtype)
                 add_seed(seeds, node.index, leaf)
-        return tuple(self._call.backward(seeds, retain=True, batch=batch))
+        with tracing:
+            return tuple(self._call.backward(seeds, retain=True, batch=batch))
 
 
 def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
@@ -179,7 +180,8 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     """
     name = fun_name(f)
     who = f"vjp({name})"
-    call = Traced_call(f, primals, {}, tuple(range(len(primals))), persistent=True, who=who)
+    with tracing:
+        call = Traced_call(f, primals, {}, tuple(range(len(primals))), persistent=True, who=who)
     out, aux = _split_aux(call.out, has_aux, who)
     leaves, out_def = tree_flatten(out)
     fn = VJPFunction(call, out_def, leaves, name)
@@ -199,13 +201,14 @@ def elementwise_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) 
     nums_for = Argnums(argnums, who)
 
     def egrad(*args: Any, **kwargs: Any) -> Any:
-        call = Traced_call(f, args, kwargs, nums_for(len(args), who), persistent=False, who=who)
-        seeds: dict[int, Any] = {}
-        for leaf in tree_flatten(call.out)[0]:
-            node = call.node_of(leaf)
-            if node is not None:
-                add_seed(seeds, node.index, ones_seed(leaf._value))
-        grads = call.backward(seeds, retain=False)
+        with tracing:  # (one span for the tape and its backward pass)
+            call = Traced_call(f, args, kwargs, nums_for(len(args), who), persistent=False, who=who)
+            seeds: dict[int, Any] = {}
+            for leaf in tree_flatten(call.out)[0]:
+                node = call.node_of(leaf)
+                if node is not None:
+                    add_seed(seeds, node.index, ones_seed(leaf._value))
+            grads = call.backward(seeds, retain=False)
         return tuple(grads) if nums_for.many else grads[0]
 
     egrad.__name__ = f"elementwise_grad({name})"
