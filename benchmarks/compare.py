@@ -29,8 +29,9 @@ RUNNER = Path(__file__).resolve().parent / "run.py"
 
 
 def run_once(root: str, only: str, quick: bool) -> dict[str, Any]:
-    """One run of run.py on checkout ``root``: its rows, keyed by their place
-    in the table (labels repeat: "the same, jit"), case and label."""
+    """One run of run.py on checkout ``root``: its rows, keyed by their case,
+    label and how many rows of that case and label came before (labels
+    repeat: "the same, jit")."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "rows.json"
         cmd = [sys.executable, str(RUNNER), "--only", only, "--no-peers", "--json", str(out)]
@@ -43,7 +44,11 @@ def run_once(root: str, only: str, quick: bool) -> dict[str, Any]:
         data = json.loads(out.read_text())
     if not data["tapegrad"].startswith(str(Path(root).resolve())):
         raise SystemExit(f"run.py imported {data['tapegrad']}, not the checkout at {root}")
-    return {(i, r["case"], r["label"]): r for i, r in enumerate(data["rows"])}
+    keyed: dict[Any, Any] = {}
+    for r in data["rows"]:  # (the k-th row of a label: a checkout with rows the other lacks lines up)
+        k = sum(1 for key in keyed if key[1:] == (r["case"], r["label"]))
+        keyed[(k, r["case"], r["label"])] = r
+    return keyed
 
 
 def spread(values: list[float], fmt: str) -> str:
