@@ -88,11 +88,21 @@ def _jit_takes(option: str) -> bool:
     return option in inspect.signature(tg.jit).parameters
 
 
-def available_optional() -> list[str]:
-    """The contenders of ``OPTIONAL`` whose extra is installed (and that this checkout has)."""
+def numba_backend() -> bool:
+    """Is ``backend="numba"`` there to time (numba installed, and a checkout's
+    ``tg.jit`` that takes it: compare.py times older ones too)? ``TAPEGRAD_BENCH_NUMBA=0``
+    leaves it out: importing numba and LLVM changes how fast the process's other
+    rows run (measured: NumPy's and eager's MLP step 10-20% slower after it), so
+    a paired comparison with a checkout without it should not load it."""
     import importlib.util
 
-    return ["jit_numba"] if importlib.util.find_spec("numba") is not None and _jit_takes("backend") else []
+    return (os.environ.get("TAPEGRAD_BENCH_NUMBA", "1") != "0" and importlib.util.find_spec("numba") is not None
+            and _jit_takes("backend"))
+
+
+def available_optional() -> list[str]:
+    """The contenders of ``OPTIONAL`` whose extra is installed (and that this checkout has)."""
+    return ["jit_numba"] if numba_backend() else []
 
 
 def jit_trainer(X: np.ndarray, y: np.ndarray, rng: np.random.Generator, backend: str,

@@ -102,7 +102,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse
 import functools
 import gc
-import importlib.util
 import platform
 import statistics
 import sys
@@ -715,15 +714,10 @@ def peer_mismatch(peer: Peer, what: str, got: Any, want: Any, rtol: float) -> st
 
 
 def numba_backend() -> bool:
-    """Is ``backend="numba"`` there to time (numba installed, and a checkout's
-    ``tg.jit`` that takes it: compare.py times older ones too)? ``TAPEGRAD_BENCH_NUMBA=0``
-    leaves it out: importing numba and LLVM changes how fast the process's other
-    rows run (measured: NumPy's and eager's MLP step 10-20% slower after it), so
-    a paired comparison with a checkout without it should not load it."""
-    import inspect
+    """``digits_bench.numba_backend()``: is ``backend="numba"`` there to time?"""
+    import digits_bench  # benchmarks/digits_bench.py
 
-    return (os.environ.get("TAPEGRAD_BENCH_NUMBA", "1") != "0" and importlib.util.find_spec("numba") is not None
-            and "backend" in inspect.signature(tg.jit).parameters)
+    return digits_bench.numba_backend()
 
 
 def case_a(s: Settings, peers: list[Peer]) -> list[Row]:

@@ -48,13 +48,13 @@ OPS: dict[Any, str] = {**ARITHMETIC, **LIBM}
 # (float32 tanh, the worst case: 3 ns an element in the loop, a call of 0.2 us); below, it wins
 SMALL = 64
 # function -> the expression of a step on scalars (a backend may compute a kernel's scalar
-# steps, an optimizer's bias corrections, once at its start); a NumPy scalar type casts
+# steps, an optimizer's bias corrections, once at its start): the ufuncs above, Python's
+# operators the rewrites write on NumPy scalars, ``power``, and NumPy's scalar types as casts
 SCALAR_EXPRS: dict[Any, str] = {
-    np.add: "({0} + {1})", operator.add: "({0} + {1})", np.subtract: "({0} - {1})",
-    operator.sub: "({0} - {1})", np.multiply: "({0} * {1})", operator.mul: "({0} * {1})",
-    np.true_divide: "({0} / {1})", operator.truediv: "({0} / {1})", np.power: "({0} ** {1})",
-    operator.pow: "({0} ** {1})", np.negative: "(-{0})", operator.neg: "(-{0})", np.sqrt: "sqrt({0})",
-    np.float32: "{0}", np.float64: "{0}"}
+    **{f: ARITHMETIC[f] for f in (np.add, np.subtract, np.multiply, np.true_divide, np.negative, np.sqrt)},
+    operator.add: ARITHMETIC[np.add], operator.sub: ARITHMETIC[np.subtract],
+    operator.mul: ARITHMETIC[np.multiply], operator.truediv: ARITHMETIC[np.true_divide],
+    np.power: "({0} ** {1})", np.float32: "{0}", np.float64: "{0}"}
 FLOATS = ("float32", "float64")
 
 

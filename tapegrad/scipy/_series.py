@@ -159,6 +159,16 @@ def _fix_small(j: Jet) -> None:
     j.c[0, 0] = np.where(np.abs(v) < _TINY, _TINY, v)
 
 
+def _lentz_step(an: Any, bn: Any, d: Jet, c: Jet) -> tuple[Jet, Jet]:
+    """One step of Lentz's method for a continued fraction with terms ``an / bn``:
+    the new ``d`` and ``c`` (their product is the factor the fraction's value takes)."""
+    d = an * d + bn
+    _fix_small(d)
+    c = bn + an / c
+    _fix_small(c)
+    return d.recip(), c
+
+
 def _converged(delta: Jet) -> bool:
     err = np.abs(delta.c.copy())
     err[0, 0] = np.abs(delta.c[0, 0] - 1.0)
@@ -210,11 +220,7 @@ def _gammainc_jet(a: np.ndarray, x: np.ndarray, k: int) -> Jet:
         for i in range(1, _MAXITER):
             an = (A - i) * i  # -i (i - a)
             b = b + 2.0
-            d = an * d + b
-            _fix_small(d)
-            c = b + an / c
-            _fix_small(c)
-            d = d.recip()
+            d, c = _lentz_step(an, b, d, c)
             delta = d * c
             h = h * delta
             if _converged(delta):
@@ -255,18 +261,10 @@ def _betacf(A: Jet, B: Jet, x: np.ndarray) -> Jet:
     for m in range(1, _MAXITER):
         m2 = 2 * m
         aa = (B - m) * (m * x) / ((qam + m2) * (A + m2))
-        d = 1.0 + aa * d
-        _fix_small(d)
-        c = 1.0 + aa / c
-        _fix_small(c)
-        d = d.recip()
+        d, c = _lentz_step(aa, 1.0, d, c)
         h = h * d * c
         aa = -((A + m) * (qab + m) * x) / ((A + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        _fix_small(d)
-        c = 1.0 + aa / c
-        _fix_small(c)
-        d = d.recip()
+        d, c = _lentz_step(aa, 1.0, d, c)
         delta = d * c
         h = h * delta
         if _converged(delta):

@@ -58,7 +58,7 @@ def _inputs(groups: Sequence[FusedGroup], preamble: Sequence[Scalar]) -> list[Va
 
 
 def source_of(groups: Sequence[FusedGroup], scalars: frozenset[int] = frozenset(),
-              preamble: Sequence[Scalar] = ()) -> str:
+              preamble: Sequence[Scalar] = (), inputs: Sequence[Var] | None = None) -> str:
     """The Python source of one kernel running the groups' loops in turn, and
     of ``run``, which allocates the outputs and calls it (its arguments: what
     the kernel reads, each once, in order of first use; ``scalars``: the
@@ -66,8 +66,9 @@ def source_of(groups: Sequence[FusedGroup], scalars: frozenset[int] = frozenset(
     first computes its ``preamble``'s scalar steps. Arrays are flattened
     inside the kernel (a view of a C-contiguous array, a copy of another),
     scalars cast to their group's dtype there: each costs the call nothing in
-    Python."""
-    inputs = _inputs(groups, preamble)
+    Python. (``inputs``: ``_inputs(groups, preamble)``, if the caller has it.)"""
+    if inputs is None:
+        inputs = _inputs(groups, preamble)
     index = {a.n: k for k, a in enumerate(inputs)}
     n_out = sum(len(g.outputs) for g in groups)
     params = [f"O{j}" for j in range(n_out)] + [
@@ -162,7 +163,7 @@ def _kernel(groups: list[FusedGroup], preamble: list[Scalar], values: Any) -> In
     inputs = _inputs(groups, preamble)
     scalars = frozenset(a.n for a in inputs
                         if not isinstance(values[a.n], np.ndarray) or values[a.n].ndim == 0)
-    run = load(source_of(groups, scalars, preamble))
+    run = load(source_of(groups, scalars, preamble, inputs))
     outs = tuple(n for g in groups for n in g.outputs)
     run(*[values[a.n] for a in inputs])  # (compiled now: the first call pays for LLVM, not the second)
     steps = sum(len(g.steps) for g in groups) + len(preamble)
@@ -212,20 +213,16 @@ def lower(program: list[Any], values: Any, outputs: Any) -> list[Any]:
         for n in reads:
             readers.setdefault(n, set()).add(i)
     kept = set(outputs)
-    preambles: dict[int, list[int]] = {}  # a batch's position -> the positions of its scalar steps
+    preambles: dict[int, list[Scalar]] = {}  # a batch's position -> its scalar steps
+    moved: set[int] = set()
     for i in [i for i, item in enumerate(items) if type(item) is list]:
-        taken = {i}
+        taken, steps = {i}, []
         for j in range(i - 1, -1, -1):  # (readers come after what they read: one pass backwards)
-            if (type(items[j]) is not list and _scalar_step(items[j], values) is not None
-                    and items[j].outs[0] not in kept and readers.get(items[j].outs[0], set()) <= taken):
+            step = _scalar_step(items[j], values) if type(items[j]) is not list else None
+            if step is not None and step.var not in kept and readers.get(step.var, set()) <= taken:
                 taken.add(j)
-        preambles[i] = sorted(taken - {i})
-    moved = {j for js in preambles.values() for j in js}
-    out: list[Any] = []
-    for i, item in enumerate(items):
-        if type(item) is list:
-            scalars = [_scalar_step(items[j], values) for j in preambles[i]]
-            out.append(_kernel(item, scalars, values))  # type: ignore[arg-type]
-        elif i not in moved:
-            out.append(item)
-    return out
+                steps.append(step)
+        preambles[i] = steps[::-1]
+        moved |= taken - {i}
+    return [_kernel(item, preambles[i], values) if type(item) is list else item
+            for i, item in enumerate(items) if i not in moved]

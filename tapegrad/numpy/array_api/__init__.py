@@ -48,6 +48,7 @@ from tapegrad.numpy.array_api._common import (
     tensordot,
     vecdot,
 )
+from tapegrad.numpy.array_api._common import dtype_of as _dtype_of
 from tapegrad.numpy.nondiff import nondiff as _nd
 from tapegrad.numpy.nondiff import unique as _unique
 
@@ -66,13 +67,6 @@ int8, int16, int32, int64 = (np.dtype(t) for t in ("int8", "int16", "int32", "in
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in ("uint8", "uint16", "uint32", "uint64"))
 float32, float64 = np.dtype("float32"), np.dtype("float64")
 complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
-
-
-def _dtype_of(x: Any) -> np.dtype:
-    if isinstance(x, (np.dtype, type)):
-        return np.dtype(x)
-    got = getattr(x, "dtype", None)
-    return np.dtype(got) if got is not None else np.asarray(x).dtype
 
 
 def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = True, device: Any = None) -> Any:

@@ -51,10 +51,13 @@ def tensordot(x1: Any, x2: Any, /, *, axes: Any = 2) -> Any:
 
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     """The dot product of vectors along ``axis``, the first one conjugated, broadcast over the rest."""
-    x1c = _w.conjugate(x1) if np.iscomplexobj(np.empty((), _dtype(x1))) else x1
+    x1c = _w.conjugate(x1) if np.iscomplexobj(np.empty((), dtype_of(x1))) else x1
     return _w.sum(_w.multiply(x1c, x2), axis=axis)
 
 
-def _dtype(x: Any) -> Any:
+def dtype_of(x: Any) -> np.dtype:
+    """The dtype of an array, a traced value, a scalar, or a dtype or type itself."""
+    if isinstance(x, (np.dtype, type)):
+        return np.dtype(x)
     got = getattr(x, "dtype", None)
-    return got if got is not None else np.asarray(x).dtype
+    return np.dtype(got) if got is not None else np.asarray(x).dtype
